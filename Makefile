@@ -1,0 +1,40 @@
+# The two README commands: `make demo` and `make test`. Everything else is a step of theirs.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: install jmeter lint test test-fast demo clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# Provision JMeter 5.6.3 + jmeter-plugins into $LOADGUARD_HOME (default ~/.cache/loadguard).
+# Idempotent: a complete cached home is reused in well under a second.
+jmeter: install
+	$(BIN)/loadguard jmeter install
+
+lint: install
+	$(BIN)/ruff check loadguard tests benchmarks
+	$(BIN)/ruff format --check loadguard tests benchmarks
+	$(BIN)/mypy
+
+# The whole suite, real JMeter included (a missing JMeter is a failure here, not a skip).
+test: jmeter lint
+	LOADGUARD_REQUIRE_JMETER=1 $(BIN)/pytest -q tests
+
+# Unit tests only, for a quick edit loop.
+test-fast: install
+	$(BIN)/pytest -q tests/unit
+
+# The full loop on the embedded demo target: results land in results/<timestamp>/.
+demo: jmeter
+	$(BIN)/loadguard demo
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

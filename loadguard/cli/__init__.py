@@ -1,0 +1,55 @@
+"""The ``loadguard`` command line: a thin click adapter.
+
+Each command group lives in its own module under ``loadguard.cli`` and only parses,
+wires and prints; the work is done by the library. ``main`` maps every
+``LoadGuardError`` to ``error: <one line>`` and its exit code, so no traceback reaches
+a user for bad input.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from loadguard import __version__
+from loadguard.errors import LoadGuardError
+
+
+class LoadGuardGroup(click.Group):
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except LoadGuardError as exc:
+            click.echo(f"error: {exc.message}", err=True)
+            sys.exit(exc.exit_code)
+
+
+@click.group(cls=LoadGuardGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="loadguard")
+def cli() -> None:
+    """SLO-aware closed-loop load control for Apache JMeter.
+
+    LoadGuard tails the JTL a running JMeter writes, computes rolling p95/p99 and error
+    rate, decides INCREASE / HOLD / DECREASE against your SLOs and pushes the new rate
+    into JMeter through its BeanShell server.
+
+    \b
+    Example:
+      loadguard jmeter install
+      loadguard run plan.jmx --p95 300ms --error-rate 1% --out results/
+    """
+
+
+def _register() -> None:
+    # One line per command module; each module defines a click command or group.
+    from loadguard.cli import jmeter_cmd
+
+    cli.add_command(jmeter_cmd.jmeter)
+
+
+_register()
+
+
+def main() -> None:
+    cli(prog_name="loadguard")

@@ -1,0 +1,85 @@
+"""The one error hierarchy.
+
+The library raises these; ``loadguard.cli`` turns them into a one-line message and an
+exit code. Anything else escaping the library is a bug.
+
+Exit codes (a public contract, see docs/cli.md):
+
+* 1 -- the SLO verdict failed (not an error: raised by nobody here, returned by commands);
+* 2 -- bad usage or bad input (``UsageError`` and every input error);
+* 3 -- JMeter or an engine failed (``EngineError`` and its children).
+"""
+
+from __future__ import annotations
+
+
+class LoadGuardError(Exception):
+    """Base of every error LoadGuard raises on purpose."""
+
+    exit_code: int = 2
+
+    def __init__(self, message: str) -> None:
+        # Keep messages to one line: the CLI prints them as ``error: <message>``.
+        super().__init__(" ".join(str(message).split()))
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class UsageError(LoadGuardError):
+    """A bad option value or a bad combination of options."""
+
+
+class JtlError(LoadGuardError):
+    """A results file that cannot be read at all (single bad rows are counted, not raised)."""
+
+
+class SloSpecError(LoadGuardError):
+    """A bad SLO spec: unknown key, negative value, missing unit, percentage over 100."""
+
+
+class JmxError(LoadGuardError):
+    """A test plan that is not a well-formed JMX, or cannot be transformed."""
+
+
+class PolicyError(LoadGuardError):
+    """A bad policy name or policy parameter."""
+
+
+class SimulationError(LoadGuardError):
+    """A simulator scenario that cannot be run (unstable parameters, bad distribution)."""
+
+
+class ReportError(LoadGuardError):
+    """A report that cannot be produced from the inputs given."""
+
+
+class DecisionLogError(LoadGuardError):
+    """The decision log or summary cannot be written (unwritable directory, disk full)."""
+
+    exit_code = 3
+
+
+class EngineError(LoadGuardError):
+    """JMeter, or a JMeter engine, failed or could not be reached."""
+
+    exit_code = 3
+
+
+class JMeterNotFoundError(EngineError):
+    """No JMeter home could be found; the message says how to install one."""
+
+    exit_code = 2
+
+
+class ProvisioningError(EngineError):
+    """`loadguard jmeter install` failed (missing tool, download, checksum, assembly)."""
+
+
+class ActuatorError(EngineError):
+    """A push to an engine's BeanShell server failed (refused, timeout, `// Error:` reply)."""
+
+
+class BeanShellReplyError(ActuatorError):
+    """The BeanShell server answered, but its reply reports an error or lacks the sentinel."""
