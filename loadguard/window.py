@@ -1,0 +1,272 @@
+"""The sliding window: exact rolling statistics over sample completion times (pure core).
+
+A sample belongs to the window ending at ``now`` when its completion time
+``end = start_ms + elapsed_ms`` lies in the half-open interval
+
+    (now - W, now]            W = window_ms
+
+so consecutive windows with step ``W`` partition time, and every sample is counted in
+exactly one of them.
+
+For the samples ``x_1 .. x_n`` (elapsed ms) of one label, or of all labels, in the window:
+
+    count    = n
+    rps      = n / (W / 1000)
+    ok_rps   = #{i : success_i} / (W / 1000)
+    error    = 1 - #{i : success_i} / n            (0 when n = 0)
+    mean     = (1/n) * sum x_i
+    max      = max x_i
+
+Percentiles are **exact** and use the linear-interpolation definition (numpy's default
+``method="linear"``, Hyndman & Fan type 7). With ``x_(0) <= ... <= x_(n-1)`` sorted:
+
+    h = (n - 1) * q / 100,   k = floor(h)
+    P_q = x_(k) + (h - k) * (x_(k+1) - x_(k))        (x_(n) := x_(n-1))
+
+so ``p50`` of ``[10, 20]`` is 15, and any percentile of a single sample is that sample.
+No sketch, no histogram, no sampling: the window keeps every sample it covers.
+
+Order: threads finish out of order, and a reader may hand a sample over after a later one.
+``add`` takes batches in any order; ``stats(now)`` looks at whatever has been added with
+``end <= now``. Samples with ``end > now`` are kept for later calls (replaying steps over a
+file read ahead), and samples with ``end <= now - W`` are evicted. Memory is therefore
+O(samples with end > now - W), never O(test length).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from loadguard.jtl.sample import SampleBatch
+from loadguard.stats import LabelStats, WindowStats
+
+PERCENTILES: tuple[float, ...] = (50.0, 90.0, 95.0, 99.0)
+
+I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
+BOOL = npt.NDArray[np.bool_]
+
+# The per-label sort packs (label code, elapsed) into one int64 key: elapsed gets the low
+# 40 bits (35 years in ms), the label code the bits above (2^23 labels).
+_ELAPSED_BITS = 40
+_ELAPSED_MASK = (1 << _ELAPSED_BITS) - 1
+
+
+def linear_percentiles(sorted_values: npt.NDArray[np.int64], qs: tuple[float, ...]) -> list[float]:
+    """Exact percentiles (numpy ``method="linear"``) of an ascending, non-empty array."""
+    n = len(sorted_values)
+    out: list[float] = []
+    for q in qs:
+        h = (n - 1) * q / 100.0
+        k = int(np.floor(h))
+        lo = float(sorted_values[k])
+        if k + 1 >= n:
+            out.append(lo)
+            continue
+        hi = float(sorted_values[k + 1])
+        t = h - k
+        # Same two-sided lerp as numpy, so results agree to the last bit in practice.
+        out.append(lo + (hi - lo) * t if t < 0.5 else hi - (hi - lo) * (1.0 - t))
+    return out
+
+
+@dataclass(slots=True)
+class _Chunk:
+    """Samples held by the window, columnar; ``code`` indexes ``Window._labels``."""
+
+    end: I64
+    elapsed: I64
+    ok: BOOL
+    code: I64
+    overall: BOOL
+    min_end: int
+    max_end: int
+
+    @staticmethod
+    def of(end: I64, elapsed: I64, ok: BOOL, code: I64, overall: BOOL) -> _Chunk:
+        return _Chunk(end, elapsed, ok, code, overall, int(end.min()), int(end.max()))
+
+    def select(self, mask: BOOL) -> _Chunk | None:
+        if not mask.any():
+            return None
+        return _Chunk.of(
+            self.end[mask], self.elapsed[mask], self.ok[mask], self.code[mask], self.overall[mask]
+        )
+
+
+def _concat(chunks: list[_Chunk]) -> _Chunk:
+    if len(chunks) == 1:
+        return chunks[0]
+    return _Chunk(
+        np.concatenate([c.end for c in chunks]),
+        np.concatenate([c.elapsed for c in chunks]),
+        np.concatenate([c.ok for c in chunks]),
+        np.concatenate([c.code for c in chunks]),
+        np.concatenate([c.overall for c in chunks]),
+        min(c.min_end for c in chunks),
+        max(c.max_end for c in chunks),
+    )
+
+
+class Window:
+    """Exact rolling statistics over a sliding window of sample completion times.
+
+    ``malformed_rows`` is read at every ``stats`` call (the reader's running count).
+    ``overall_excludes`` names labels that get their own per-label statistics but are left
+    out of ``overall`` (Transaction Controller rows under ``--transactions``: their
+    children are already counted once).
+    """
+
+    def __init__(
+        self,
+        window_ms: int = 10_000,
+        *,
+        by_label: bool = True,
+        malformed_rows: Callable[[], int] | None = None,
+        overall_excludes: Callable[[], Collection[str]] | None = None,
+    ) -> None:
+        if window_ms <= 0:
+            raise ValueError("window_ms must be positive")
+        self.window_ms = int(window_ms)
+        self.by_label = by_label
+        self._malformed_rows = malformed_rows
+        self._overall_excludes = overall_excludes
+        self._chunks: list[_Chunk] = []
+        self._labels: list[str] = []
+        self._codes: dict[str, int] = {}
+        self._newest: int | None = None
+        self._last_now: int | None = None
+        self._excluded_seen: frozenset[str] = frozenset()
+        self.late_samples = 0
+        """Samples added after a ``stats`` call whose window had already passed them."""
+
+    def __len__(self) -> int:
+        return sum(len(c.end) for c in self._chunks)
+
+    def _label_codes(self, labels: npt.NDArray[np.object_]) -> I64:
+        codes, uniques = pd.factorize(labels, use_na_sentinel=False)
+        table = np.empty(len(uniques), np.int64)
+        for i, name in enumerate(uniques):
+            key = str(name)
+            code = self._codes.get(key)
+            if code is None:
+                code = len(self._labels)
+                self._codes[key] = code
+                self._labels.append(key)
+            table[i] = code
+        return table[codes]
+
+    def _overall_mask(self, codes: I64) -> BOOL:
+        excluded = self._overall_excludes() if self._overall_excludes is not None else ()
+        if not excluded:
+            return np.ones(len(codes), np.bool_)
+        bad = [self._codes[name] for name in excluded if name in self._codes]
+        return ~np.isin(codes, np.asarray(bad, np.int64))
+
+    def add(self, batch: SampleBatch) -> None:
+        """Take a batch of samples, in any order relative to earlier batches."""
+        if len(batch) == 0:
+            return
+        end = np.asarray(batch.end_ms, np.int64)
+        # A negative elapsed is a reader bug or a malformed row; count it as 0 ms.
+        elapsed = np.clip(np.asarray(batch.elapsed_ms, np.int64), 0, _ELAPSED_MASK)
+        codes = self._label_codes(batch.label)
+        chunk = _Chunk.of(
+            end, elapsed, np.asarray(batch.success, np.bool_), codes, self._overall_mask(codes)
+        )
+        self._chunks.append(chunk)
+        if self._newest is None or chunk.max_end > self._newest:
+            self._newest = chunk.max_end
+        if self._last_now is not None and chunk.min_end <= self._last_now:
+            self.late_samples += int(np.count_nonzero(end <= self._last_now))
+
+    def stats(self, now_ms: int) -> WindowStats:
+        """Statistics over samples with ``end`` in ``(now_ms - window_ms, now_ms]``."""
+        now = int(now_ms)
+        lo = now - self.window_ms
+        self._last_now = now if self._last_now is None else max(self._last_now, now)
+        keep: list[_Chunk] = []
+        touching: list[_Chunk] = []
+        for chunk in self._chunks:
+            if chunk.max_end <= lo:
+                continue  # wholly evicted
+            if chunk.min_end > now:
+                keep.append(chunk)  # wholly in the future: leave it untouched
+            else:
+                touching.append(chunk)
+        window_chunk: _Chunk | None = None
+        if touching:
+            merged = _concat(touching)
+            if merged.min_end <= lo:
+                merged = merged.select(merged.end > lo)  # type: ignore[assignment]
+            if merged is not None:
+                keep.append(merged)
+                window_chunk = merged
+        self._chunks = keep
+        malformed = self._malformed_rows() if self._malformed_rows is not None else 0
+        seconds = self.window_ms / 1000.0
+        if window_chunk is None:
+            return WindowStats(now, self.window_ms, LabelStats.empty(), {}, malformed, self._newest)
+        inside = window_chunk.end <= now
+        if inside.all():
+            elapsed, ok, code, overall = (
+                window_chunk.elapsed,
+                window_chunk.ok,
+                window_chunk.code,
+                window_chunk.overall,
+            )
+        else:
+            elapsed = window_chunk.elapsed[inside]
+            ok = window_chunk.ok[inside]
+            code = window_chunk.code[inside]
+            overall = window_chunk.overall[inside]
+        if overall.all():
+            overall_stats = _label_stats(np.sort(elapsed), int(np.count_nonzero(ok)), seconds)
+        else:
+            overall_stats = _label_stats(
+                np.sort(elapsed[overall]), int(np.count_nonzero(ok[overall])), seconds
+            )
+        labels: dict[str, LabelStats] = {}
+        if self.by_label and len(code):
+            labels = self._per_label(elapsed, ok, code, seconds)
+        return WindowStats(now, self.window_ms, overall_stats, labels, malformed, self._newest)
+
+    def _per_label(
+        self, elapsed: I64, ok: BOOL, code: I64, seconds: float
+    ) -> dict[str, LabelStats]:
+        # One sort of the packed key (code, elapsed) gives every label's sorted run.
+        key = np.sort((code << _ELAPSED_BITS) | elapsed)
+        run_codes = key >> _ELAPSED_BITS
+        present = np.flatnonzero(np.bincount(code, minlength=len(self._labels)))
+        starts = np.searchsorted(run_codes, present, side="left")
+        stops = np.searchsorted(run_codes, present, side="right")
+        oks = np.bincount(code, weights=ok.astype(np.float64), minlength=len(self._labels))
+        out: dict[str, LabelStats] = {}
+        for c, a, b in zip(present.tolist(), starts.tolist(), stops.tolist(), strict=True):
+            values = key[a:b] & _ELAPSED_MASK
+            out[self._labels[c]] = _label_stats(values, int(oks[c]), seconds)
+        return out
+
+
+def _label_stats(sorted_elapsed: I64, ok_count: int, seconds: float) -> LabelStats:
+    n = len(sorted_elapsed)
+    if n == 0:
+        return LabelStats.empty()
+    p50, p90, p95, p99 = linear_percentiles(sorted_elapsed, PERCENTILES)
+    return LabelStats(
+        count=n,
+        rps=n / seconds,
+        ok_rps=ok_count / seconds,
+        error_rate=(n - ok_count) / n,
+        mean_ms=float(sorted_elapsed.sum()) / n,
+        p50_ms=p50,
+        p90_ms=p90,
+        p95_ms=p95,
+        p99_ms=p99,
+        max_ms=float(sorted_elapsed[-1]),
+    )
