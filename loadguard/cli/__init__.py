@@ -46,6 +46,9 @@ def _register() -> None:
     from loadguard.cli import jmeter_cmd
 
     cli.add_command(jmeter_cmd.jmeter)
+    from loadguard.cli import target_cmd
+
+    cli.add_command(target_cmd.target)
 
 
 _register()
