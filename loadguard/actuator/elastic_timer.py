@@ -1,0 +1,63 @@
+"""The Elastic Timer's contract with the rest of LoadGuard: property, units, limits, lag.
+
+The Elastic Timer (``jmx_templates/elastic_timer.jmx``, injected by ``loadguard inject``)
+is a Groovy JSR223 Timer. All Elastic Timers of one engine share one arrival schedule,
+keyed by the property they read, so the property is the **engine's total** rate:
+
+    RATE_PROPERTY = "loadguard.tpm"   samples per minute, per engine (like the CTT's unit)
+
+Every sampler in a thread group carrying the timer counts as one arrival. Across several
+engines the controller pushes ``rate_i = R * w_i / sum(w)`` to engine *i*.
+
+Schedule (the design, see docs/jmeter-integration.md): threads queue FIFO on a fair
+lock; only the head of the queue waits for its slot, in steps of at most ``STEP_MS``,
+re-reading the property at every step. With ``t_last`` the last slot granted and ``r``
+the rate read *now*, the head is released at
+
+    t_next = t_last + 1 / r,    and sets  t_last = t_next  if  now - t_next < 1/r,
+                                          t_last = now     otherwise (no catch-up burst).
+
+No slot is ever reserved ahead, so a push re-times the schedule within one step: the lag
+is ``STEP_MS`` + one new interval + the BeanShell round trip, instead of the
+``idle threads / old rate`` of the stock Constant Throughput Timer.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Final
+
+#: The property every Elastic Timer reads: samples per minute for the whole engine.
+RATE_PROPERTY: Final = "loadguard.tpm"
+#: Unit multiplier: property value = req/s * TPM_PER_RPS.
+TPM_PER_RPS: Final = 60.0
+#: The positive floor pushed instead of 0 (or anything lower): 0.1 req/s = 6/min.
+MIN_RATE_RPS: Final = 0.1
+#: Rate a freshly injected timer uses while the property is unset (``--initial-rate``).
+DEFAULT_INITIAL_RATE_RPS: Final = 1.0
+#: The longest the head of the queue sleeps before re-reading the property.
+STEP_MS: Final = 50
+#: Actuation lag of the Elastic Timer: push -> achieved rate within 15 % of the new target.
+#: PROVISIONAL: the 2 s design bound until the real-JMeter measurement replaces it.
+ELASTIC_TIMER_LAG_MS: Final = 2000
+#: Lag of the stock Constant Throughput Timer (calcMode 4, 120 threads, 10 -> 40 req/s)
+#: as jmeter-facts.md reports it for JMeter 2.13; re-measured on 5.6.3 in the docs.
+CTT_LAG_MS: Final = 11_000
+
+
+def rps_to_tpm(rate_rps: float) -> float:
+    """req/s -> the property's samples/min, clamped to the positive floor."""
+    return max(rate_rps, MIN_RATE_RPS) * TPM_PER_RPS
+
+
+def tpm_to_rps(tpm: float) -> float:
+    return tpm / TPM_PER_RPS
+
+
+def threads_needed(rate_rps: float, latency_ms: float, headroom: float = 1.2) -> int:
+    """Little's law: threads busy = rate x time per iteration; ``headroom`` keeps idle
+    threads queued at the timer so a rise is served at once.
+
+        N >= ceil(headroom * rate * latency)
+    """
+    return max(1, math.ceil(headroom * rate_rps * latency_ms / 1000.0))
