@@ -49,6 +49,10 @@ def _register() -> None:
     from loadguard.cli import target_cmd
 
     cli.add_command(target_cmd.target)
+    from loadguard.cli import report_cmd
+
+    cli.add_command(report_cmd.report)
+    cli.add_command(report_cmd.compare)
 
 
 _register()

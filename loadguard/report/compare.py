@@ -1,0 +1,119 @@
+"""``render_compare``: several runs overlaid on shared axes, and their summaries side by side.
+
+Each run's x is the time since *its own* first tick, so runs started at different wall
+times line up. Both charts share one time unit (seconds, or minutes past 20 minutes).
+Files written: ``OUT`` and ``<stem>_rate.png``, ``<stem>_p95.png`` beside it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+from pathlib import Path
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from loadguard import __version__
+from loadguard.errors import ReportError
+from loadguard.report import charts, page, tables
+from loadguard.report.atomic import write_all
+from loadguard.report.decision_frame import load_decisions
+from loadguard.report.downsample import MAX_POINTS, minmax_downsample
+from loadguard.report.run_inputs import RunPaths, load_summary, resolve_run
+
+PALETTE = ("#2b5c8a", "#d95f02", "#1b9e77", "#7570b3", "#e7298a", "#66a61e", "#a6761d", "#666")
+
+
+def run_names(paths: Sequence[RunPaths]) -> list[str]:
+    """Directory names; made unique with the parent's name, then an index."""
+    names = [p.name for p in paths]
+    for i, p in enumerate(paths):
+        if names.count(names[i]) > 1:
+            base = (p.run_dir or p.decisions.parent).resolve()
+            names[i] = f"{base.parent.name}/{base.name}"
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        out.append(name if names.count(name) == 1 else f"{name} #{seen[name]}")
+    return out
+
+
+def _overlay(
+    frames: Sequence[tuple[str, np.ndarray, np.ndarray]],
+    unit: charts.TimeAxis,
+    ylabel: str,
+    step: bool,
+    slo: float | None,
+) -> Figure:
+    fig = Figure(figsize=charts.SIZE, layout="constrained")
+    ax = fig.add_subplot()
+    for i, (name, x, y) in enumerate(frames):
+        dx, dy = minmax_downsample(x, y, MAX_POINTS)
+        colour = PALETTE[i % len(PALETTE)]
+        if step:
+            ax.step(dx, dy, where="post", color=colour, linewidth=1.3, label=name)
+        else:
+            ax.plot(dx, dy, color=colour, linewidth=1.2, label=name)
+    if slo is not None:
+        ax.axhline(slo, color="#b01e12", linestyle="--", linewidth=1.2, label="SLO p95")
+    ax.set_xlabel(unit.label)
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(bottom=0)
+    ax.legend(loc="upper left", fontsize=8, ncols=4, framealpha=0.85)
+    return fig
+
+
+def render_compare(
+    sources: Sequence[Path | RunPaths], out: Path, names: Sequence[str] | None = None
+) -> Path:
+    """Overlay the runs' commanded rate and p95; table their summary.json figures."""
+    if not sources:
+        raise ReportError("compare needs at least one run directory")
+    paths = [s if isinstance(s, RunPaths) else resolve_run(s) for s in sources]
+    if names is not None and len(names) != len(paths):
+        raise ReportError(f"{len(names)} names given for {len(paths)} runs")
+    labels = list(names) if names is not None else run_names(paths)
+    frames = [load_decisions(p.decisions) for p in paths]
+    summaries = [load_summary(p.summary) if p.summary else None for p in paths]
+    spans = [float(f["epoch_ms"].iloc[-1] - f["epoch_ms"].iloc[0]) for f in frames]
+    unit = charts.TimeAxis.for_span(0.0, max(spans))
+    rate, p95 = [], []
+    for name, frame in zip(labels, frames, strict=True):
+        axis = charts.TimeAxis(float(frame["epoch_ms"].iloc[0]), unit.scale_s, unit.label)
+        x = axis.of(frame["epoch_ms"])
+        rate.append((name, x, frame["new_rate"].to_numpy(np.float64)))
+        p95.append((name, x, frame["p95_ms"].to_numpy(np.float64)))
+    slos = {float(v) for f in frames for v in f["slo_p95_ms"].dropna().iloc[-1:]}
+    with charts.style():
+        figs = {
+            "rate": _overlay(rate, unit, "commanded rate (requests / s)", True, None),
+            "p95": _overlay(
+                p95, unit, "window p95 (ms)", False, slos.pop() if len(slos) == 1 else None
+            ),
+        }
+    titles = {
+        "rate": ("Commanded rate", "Each run's commanded new_rate, time since its own start."),
+        "p95": ("Window p95", "Each run's window p95; dashed: the p95 SLO when all runs share it."),
+    }
+    sections = [
+        '<section id="summary"><h2>Summary figures</h2>'
+        + page.grid_table(["", *labels], tables.compare_rows(summaries), "compare-table")
+        + "</section>"
+    ]
+    for key, fig in figs.items():
+        sections.append(page.figure(key, titles[key][0], charts.svg_text(fig), titles[key][1]))
+    meta = [
+        f"{escape(n)}: <code>{escape(str(p.decisions))}</code>"
+        + ("" if p.summary else " (no summary.json)")
+        for n, p in zip(labels, paths, strict=True)
+    ]
+    html = page.page(
+        f"LoadGuard compare: {len(paths)} runs", meta, sections, f"LoadGuard {escape(__version__)}."
+    )
+    files: dict[Path, bytes] = {out: html.encode("utf-8")}
+    for key, fig in figs.items():
+        files[out.with_name(f"{out.stem}_{key}.png")] = charts.png_bytes(fig)
+    write_all(files)
+    return out

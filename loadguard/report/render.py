@@ -1,0 +1,137 @@
+"""``render_report``: a run's decision log (+ JTL, + summary.json) -> one HTML page + PNGs.
+
+Order of work: resolve and read every input first (a bad input fails before anything is
+written), digest the JTL in one streaming pass, draw the charts, then write the HTML and
+the PNGs together through ``atomic.write_all``.
+
+Files written: ``OUT`` and, beside it, ``<stem>_rate.png``, ``<stem>_latency.png``,
+``<stem>_errors.png``, ``<stem>_throughput.png``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from html import escape
+from pathlib import Path
+
+import pandas as pd
+
+from loadguard import __version__
+from loadguard.report import charts, page, tables
+from loadguard.report.atomic import write_all
+from loadguard.report.decision_frame import load_decisions
+from loadguard.report.jtl_digest import CHUNK_ROWS, JtlDigest, digest_jtl
+from loadguard.report.run_inputs import RunPaths, load_summary, resolve_run
+
+
+@dataclass(frozen=True)
+class RunData:
+    paths: RunPaths
+    decisions: pd.DataFrame
+    summary: dict[str, object] | None
+    jtl: JtlDigest | None
+
+    @property
+    def t0_ms(self) -> float:
+        first = float(self.decisions["epoch_ms"].iloc[0])
+        if self.jtl is not None and self.jtl.first_start_ms is not None:
+            return min(first, float(self.jtl.first_start_ms))
+        return first
+
+    @property
+    def t1_ms(self) -> float:
+        last = float(self.decisions["epoch_ms"].iloc[-1])
+        if self.jtl is not None and self.jtl.last_end_ms is not None:
+            return max(last, float(self.jtl.last_end_ms))
+        return last
+
+
+def load_run(paths: RunPaths, chunk_rows: int = CHUNK_ROWS) -> RunData:
+    decisions = load_decisions(paths.decisions)
+    summary = load_summary(paths.summary) if paths.summary else None
+    jtl = digest_jtl(paths.jtl, chunk_rows) if paths.jtl else None
+    return RunData(paths, decisions, summary, jtl)
+
+
+def _utc(ms: float) -> str:
+    return datetime.fromtimestamp(ms / 1000.0, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def build_charts(run: RunData) -> list[charts.Chart]:
+    axis = charts.TimeAxis.for_span(run.t0_ms, run.t1_ms - run.t0_ms)
+    frame = run.decisions
+    per_second = run.jtl.per_second if run.jtl is not None else None
+    with charts.style():
+        return [
+            charts.rate_chart(frame, axis),
+            charts.latency_chart(frame, axis),
+            charts.error_chart(frame, axis),
+            charts.throughput_chart(frame, axis, per_second),
+        ]
+
+
+def report_html(run: RunData, drawn: list[tuple[charts.Chart, str]]) -> str:
+    frame = run.decisions
+    summary = run.summary
+    if summary is not None:
+        rows = tables.summary_rows(summary)
+        heading = "Summary"
+        verdict = str(summary.get("verdict", ""))
+    else:
+        rows = tables.summary_rows(tables.derived_summary(frame, run.jtl))
+        heading = "Summary (derived from the decision log; no summary.json given)"
+        verdict = ""
+    badge = f' <span class="verdict {escape(verdict)}">{escape(verdict)}</span>' if verdict else ""
+    sections = [f"<section id=\"summary\"><h2>{escape(heading)}{badge}</h2>"
+                + page.key_value_table(rows, "summary-table") + "</section>"]  # fmt: skip
+    for chart, svg in drawn:
+        block = page.figure(chart.name, chart.title, svg, chart.caption)
+        if chart.name == "latency":
+            block = block.replace("</h2>", "</h2>" + page.zone_legend(), 1)
+        sections.append(block)
+    if run.jtl is not None:
+        slo = tables.slo_thresholds(frame)
+        sections.append(
+            '<section id="per-label"><h2>Per-label SLO results (every JTL sample)</h2>'
+            + page.label_table(tables.label_rows(run.jtl, slo), slo)
+            + "</section>"
+        )
+    p = run.paths
+    meta = [
+        f"Decision log <code>{escape(str(p.decisions))}</code>: {len(frame):,} ticks, "
+        f"{_utc(float(frame['epoch_ms'].iloc[0]))} to {_utc(float(frame['epoch_ms'].iloc[-1]))}",
+    ]
+    if run.jtl is not None:
+        meta.append(
+            f"JTL <code>{escape(str(p.jtl))}</code>: {run.jtl.rows:,} rows, "
+            f"{run.jtl.malformed_rows:,} malformed rows left out"
+        )
+    if p.summary is not None:
+        meta.append(f"Summary <code>{escape(str(p.summary))}</code>")
+    footer = (
+        f"LoadGuard {escape(__version__)}. Charts thin long series for drawing only "
+        f"(min/max per bucket, at most {charts.MAX_POINTS} points per line); every figure "
+        "in the tables is computed from all rows."
+    )
+    return page.page(f"LoadGuard report: {p.name}", meta, sections, footer)
+
+
+def render_report(
+    source: Path | RunPaths, out: Path | None = None, *, chunk_rows: int = CHUNK_ROWS
+) -> Path:
+    """Write the report of a run; returns the HTML path.
+
+    ``source`` is a run directory, a decision log path, or a ``RunPaths``. ``out``
+    defaults to ``report.html`` in the run directory (or beside the decision log).
+    """
+    paths = source if isinstance(source, RunPaths) else resolve_run(source)
+    run = load_run(paths, chunk_rows)
+    target = out if out is not None else paths.default_out()
+    built = build_charts(run)
+    drawn = [(c, charts.svg_text(c.figure)) for c in built]
+    files: dict[Path, bytes] = {target: report_html(run, drawn).encode("utf-8")}
+    for chart in built:
+        files[target.with_name(f"{target.stem}_{chart.name}.png")] = charts.png_bytes(chart.figure)
+    write_all(files)
+    return target
