@@ -72,7 +72,7 @@ def _rate(estimate: CapacityEstimate) -> str:
     type=float,
     default=0.5,
     show_default=True,
-    help="Workers become max(1, round(workers * factor)) at --degrade-at.",
+    help="Workers become max(1, workers * factor rounded) at --degrade-at.",
 )
 @click.option(
     "--p95", "p95", default="300ms", show_default=True, help="SLO whose lambda_star to print."
@@ -144,7 +144,13 @@ def target(
             f"{model.degraded_workers}: lambda_star={_rate(degraded)}"
         )
     server = TargetServer(
-        model, host=host, port=port, seed=seed, estimates=estimates, access_log=access_log
+        model,
+        host=host,
+        port=port,
+        seed=seed,
+        estimates=estimates,
+        access_log=access_log,
+        default_slo_s=slo_s,
     )
 
     def ready(bound: int) -> None:

@@ -12,7 +12,7 @@ Two models:
   M/G/c/K with a mixture service time; λ* is simulated (``loadguard.target.capacity``).
 
 Degradation: from ``degrade_at_s`` on the server runs with
-``max(1, round(c · degrade_factor))`` workers -- capacity c·μ scales by the factor
+``max(1, ⌊c · degrade_factor + ½⌋)`` workers (rounded half up) -- capacity c·μ scales by the factor
 (exactly when c·factor is an integer) while a lone request is served as fast as before,
 as when half of a service's replicas die.
 """
@@ -73,7 +73,7 @@ class TargetModel:
     service: Mapping[str, ServiceDist]
     mix: Mapping[str, float] = field(default_factory=lambda: BROWSE_MIX)
     degrade_at_s: float | None = None
-    degrade_factor: float = 1.0
+    degrade_factor: float = 0.5
 
     def __post_init__(self) -> None:
         if self.workers < 1:
@@ -95,7 +95,7 @@ class TargetModel:
         """Workers after the degradation (equal to ``workers`` when none is configured)."""
         if self.degrade_at_s is None:
             return self.workers
-        return max(1, round(self.workers * self.degrade_factor))
+        return max(1, math.floor(self.workers * self.degrade_factor + 0.5))
 
     def workers_at(self, elapsed_s: float) -> int:
         """Workers in force ``elapsed_s`` seconds after the server started."""
@@ -141,7 +141,7 @@ def build_model(
     service_s: float,
     overrides: Mapping[str, ServiceDist] | None = None,
     degrade_at_s: float | None = None,
-    degrade_factor: float = 1.0,
+    degrade_factor: float = 0.5,
 ) -> TargetModel:
     """The model behind ``loadguard target``'s options.
 

@@ -24,8 +24,8 @@ BASE = "/tools.descartes.teastore.webui"
 # The regular expressions TeaStore's browse profile applies (Java regex, same in Python).
 MARKERS: dict[str, str] = {
     "category": r"category=([0-9]*)",
-    "product_id": r"<input type='hidden' name=\"productid\" value=\"([0-9]*)\">",
-    "page_id": r"page=([0-9]*)\">[0-9]*<",
+    "product_id": '<input type=\'hidden\' name="productid" value="([0-9]*)">',
+    "page_id": 'page=([0-9]*)">[0-9]*<',
 }
 
 CATEGORIES: tuple[str, ...] = (

@@ -40,12 +40,15 @@ class TargetServer:
         seed: int | None = None,
         estimates: EstimateCache | None = None,
         access_log: bool = False,
+        default_slo_s: float = 0.3,
     ) -> None:
         self.model = model
         self.host = host
         self._requested_port = port
         self.estimates = EstimateCache(model) if estimates is None else estimates
-        self.app = build_app(model, seed=seed, estimates=self.estimates)
+        self.app = build_app(
+            model, seed=seed, estimates=self.estimates, default_slo_s=default_slo_s
+        )
         self._runner = web.AppRunner(self.app, access_log=None if not access_log else _log())
         self.port = 0
 

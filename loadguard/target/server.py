@@ -70,6 +70,7 @@ class EstimateCache:
 GATE = web.AppKey("gate", CapacityGate)
 MODEL = web.AppKey("model", TargetModel)
 ESTIMATES = web.AppKey("estimates", EstimateCache)
+DEFAULT_SLO_S = web.AppKey("default_slo_s", float)
 
 
 def build_app(
@@ -77,10 +78,15 @@ def build_app(
     *,
     seed: int | None = None,
     estimates: EstimateCache | None = None,
+    default_slo_s: float = 0.3,
 ) -> web.Application:
-    """The aiohttp application; its capacity clock starts when the app starts."""
+    """The aiohttp application; its capacity clock starts when the app starts.
+
+    ``default_slo_s`` is the p95 SLO ``/_loadguard/model`` uses when the query names none.
+    """
     app = web.Application()
     app[MODEL] = model
+    app[DEFAULT_SLO_S] = default_slo_s
     app[ESTIMATES] = EstimateCache(model) if estimates is None else estimates
 
     async def start_gate(app: web.Application) -> None:
@@ -260,7 +266,7 @@ async def _model_handler(request: web.Request) -> web.Response:
     gate = request.app[GATE]
     estimates = request.app[ESTIMATES]
     try:
-        slo_s, quantile = parse_slo_query(request.query)
+        slo_s, quantile = parse_slo_query(request.query, request.app[DEFAULT_SLO_S])
     except UsageError as exc:
         return web.json_response({"error": exc.message}, status=400)
     loop = asyncio.get_running_loop()
