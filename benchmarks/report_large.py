@@ -116,25 +116,32 @@ def _generate_decisions(path: Path, seconds: int) -> None:
             rate = new
 
 
-REFERENCE = """
-import resource, sys, time
+# VmHWM: this process's own peak RSS (ru_maxrss would include the parent's, kept over exec).
+PEAK = """
+def peak_rss_kib():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+"""
+
+REFERENCE = PEAK + """
+import sys, time
 import pandas as pd
 t = time.perf_counter()
 n = 0
 for c in pd.read_csv(sys.argv[1], usecols=["timeStamp", "elapsed", "label", "success"],
                      dtype=str, keep_default_na=False, chunksize=250_000):
     n += len(c)
-print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, n)
+print(time.perf_counter() - t, peak_rss_kib(), n)
 """
 
-REPORT = """
-import resource, sys, time
+REPORT = PEAK + """
+import sys, time
 from pathlib import Path
 from loadguard.report import render_report
 t = time.perf_counter()
 out = render_report(Path(sys.argv[1]), Path(sys.argv[2]))
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(time.perf_counter() - t, rss, out.stat().st_size)
+print(time.perf_counter() - t, peak_rss_kib(), out.stat().st_size)
 """
 
 

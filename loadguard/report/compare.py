@@ -27,9 +27,10 @@ PALETTE = ("#2b5c8a", "#d95f02", "#1b9e77", "#7570b3", "#e7298a", "#66a61e", "#a
 
 def run_names(paths: Sequence[RunPaths]) -> list[str]:
     """Directory names; made unique with the parent's name, then an index."""
-    names = [p.name for p in paths]
+    plain = [p.name for p in paths]
+    names = list(plain)
     for i, p in enumerate(paths):
-        if names.count(names[i]) > 1:
+        if plain.count(plain[i]) > 1:
             base = (p.run_dir or p.decisions.parent).resolve()
             names[i] = f"{base.parent.name}/{base.name}"
     seen: dict[str, int] = {}

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from loadguard.errors import ReportError
@@ -83,7 +84,10 @@ def _chunks(path: Path, chunk_rows: int) -> Iterator[pd.DataFrame]:
         yield from pd.read_csv(
             path,
             usecols=list(JTL_COLUMNS),
-            dtype={"timeStamp": str, "elapsed": str, "label": str, "success": str},
+            # timeStamp, elapsed and success are left to the C parser's own inference
+            # (int64 / bool: the fast path); a chunk with a malformed value comes back
+            # as strings and takes the slow path in ``_numbers`` / ``_success``.
+            dtype={"label": str},
             keep_default_na=False,
             chunksize=chunk_rows,
             on_bad_lines="skip",
@@ -99,15 +103,15 @@ def digest_jtl(path: Path, chunk_rows: int = CHUNK_ROWS) -> JtlDigest:
     seconds: list[pd.DataFrame] = []
     for chunk in _chunks(path, chunk_rows):
         digest.rows += len(chunk)
-        start = pd.to_numeric(chunk["timeStamp"], errors="coerce").to_numpy(np.float64)
-        elapsed = pd.to_numeric(chunk["elapsed"], errors="coerce").to_numpy(np.float64)
+        start = _numbers(chunk["timeStamp"])
+        elapsed = _numbers(chunk["elapsed"])
         good = np.isfinite(start) & np.isfinite(elapsed)
         digest.malformed_rows += int(len(good) - np.count_nonzero(good))
         if not good.any():
             continue
         start_i = start[good].astype(np.int64)
         elapsed_i = np.clip(elapsed[good].astype(np.int64), 0, None)
-        ok = (chunk["success"].to_numpy(object)[good] == "true").astype(np.bool_)
+        ok = _success(chunk["success"])[good]
         labels = chunk["label"].to_numpy(object)[good]
         end = start_i + elapsed_i
         lo, hi = int(start_i.min()), int(end.max())
@@ -130,6 +134,20 @@ def digest_jtl(path: Path, chunk_rows: int = CHUNK_ROWS) -> JtlDigest:
     if digest.overall.count == 0:
         raise ReportError(f"{path}: the JTL holds no usable sample")
     return digest
+
+
+def _numbers(column: pd.Series) -> npt.NDArray[np.float64]:
+    """A column as float64, NaN where a cell is not a number."""
+    if pd.api.types.is_numeric_dtype(column.dtype) and not pd.api.types.is_bool_dtype(column):
+        return column.to_numpy(np.float64)
+    return pd.to_numeric(column, errors="coerce").to_numpy(np.float64)
+
+
+def _success(column: pd.Series) -> npt.NDArray[np.bool_]:
+    """JMeter's ``success``: only ``true`` (any case) counts as a success."""
+    if pd.api.types.is_bool_dtype(column.dtype):
+        return column.to_numpy(np.bool_)
+    return column.astype(str).str.lower().eq("true").to_numpy(np.bool_)
 
 
 def _fold_labels(
