@@ -152,6 +152,7 @@ class Summary:
     error_rate: float | None
     ok_rps: float | None
     slo: Mapping[str, float | None]
+    slo_verdicts: Mapping[str, str]
     stop_reason: str
 
     def to_json(self) -> dict[str, Any]:
@@ -184,6 +185,9 @@ class SummaryBuilder:
         self._last_tumble_ms: int | None = None
         self._last_ms: int | None = None
         self._recent: deque[bool] = deque(maxlen=final_windows)
+        self._recent_by_metric: dict[str, deque[bool]] = {
+            m: deque(maxlen=final_windows) for m in SLO_METRICS if self.slo.get(m) is not None
+        }
         self._span: list[DecisionRow] = []
         self.best: Evidence | None = None
         self.final_rate: float | None = None
@@ -215,6 +219,8 @@ class SummaryBuilder:
         }
         compliant = row.zone != "BREACH" and not violated
         self._recent.append(compliant)
+        for m, recent in self._recent_by_metric.items():
+            recent.append(m not in violated)
         if self._last_tumble_ms is None or row.epoch_ms - self._last_tumble_ms >= self.window_ms:
             self._last_tumble_ms = row.epoch_ms
             self.tumbling += 1
@@ -283,6 +289,10 @@ class SummaryBuilder:
             error_rate=(1.0 - run.ok / total) if total else None,
             ok_rps=(run.ok / duration) if duration > 0 else None,
             slo=self.slo,
+            slo_verdicts={
+                m: ("PASS" if recent and all(recent) else "FAIL" if recent else "NO_DATA")
+                for m, recent in self._recent_by_metric.items()
+            },
             stop_reason=stop_reason,
         )
 

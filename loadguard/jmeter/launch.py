@@ -1,0 +1,158 @@
+"""Starting and stopping a non-GUI JMeter for ``loadguard run`` (an adapter).
+
+The JVM is started directly (no shell), in its own session, so a Ctrl-C aimed at the
+sidecar does not reach JMeter half-way: LoadGuard stops it deliberately, in escalating
+steps, and makes sure no process is left:
+
+1. the UDP ``Shutdown`` datagram (graceful: running samples finish);
+2. ``StopTestNow`` after ``grace_s``;
+3. SIGTERM, then SIGKILL, to the whole process group.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from loadguard.errors import EngineError
+from loadguard.jmeter.home import JMeterHome, jmeter_command
+
+
+def free_tcp_pair(host: str = "127.0.0.1", attempts: int = 50) -> int:
+    """A port P such that P and P+1 are both free (BeanShell uses P+1 for sessions)."""
+    for _ in range(attempts):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind((host, 0))
+            port = int(s.getsockname()[1])
+        if port >= 65535:
+            continue
+        ok = True
+        for p in (port, port + 1):
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as t:
+                try:
+                    t.bind((host, p))
+                except OSError:
+                    ok = False
+        if ok:
+            return port
+    raise EngineError("could not find two adjacent free TCP ports for the BeanShell server")
+
+
+def free_udp_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    plan: Path
+    jtl: Path
+    log: Path
+    stdout: Path
+    bsh_port: int
+    udp_port: int
+    properties: Mapping[str, str]
+    extra_args: Sequence[str] = ()
+
+
+def build_args(spec: LaunchSpec) -> list[str]:
+    """JMeter's command-line arguments for a controlled non-GUI run (pure)."""
+    args = [
+        "-n",
+        "-t",
+        str(spec.plan),
+        "-l",
+        str(spec.jtl),
+        "-j",
+        str(spec.log),
+        f"-Jbeanshell.server.port={spec.bsh_port}",
+        "-Jbeanshell.server.file=",
+        "-Jjmeterengine.force.system.exit=true",
+        f"-Jjmeterengine.nongui.port={spec.udp_port}",
+        f"-Jjmeterengine.nongui.maxport={spec.udp_port}",
+        "-Jjmeter.save.saveservice.autoflush=true",
+        "-Jjmeter.save.saveservice.output_format=csv",
+        "-Jjmeter.save.saveservice.print_field_names=true",
+    ]
+    for key, value in sorted(spec.properties.items()):
+        args.append(f"-J{key}={value}")
+    args.extend(spec.extra_args)
+    return args
+
+
+def send_udp_command(port: int, command: str, host: str = "127.0.0.1") -> None:
+    """Send JMeter's non-GUI control datagram (exact ASCII, no newline)."""
+    if command not in ("Shutdown", "StopTestNow", "HeapDump", "ThreadDump"):
+        raise EngineError(f"unknown JMeter UDP command {command!r}")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.sendto(command.encode("ascii"), (host, port))
+
+
+class JMeterProcess:
+    """A running non-GUI JMeter started by LoadGuard."""
+
+    def __init__(self, home: JMeterHome, spec: LaunchSpec) -> None:
+        self.home = home
+        self.spec = spec
+        self._out = spec.stdout.open("ab")
+        try:
+            self.proc = subprocess.Popen(
+                jmeter_command(home, build_args(spec)),
+                stdout=self._out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=str(spec.plan.parent),
+                start_new_session=True,
+            )
+        except OSError as exc:
+            self._out.close()
+            raise EngineError(f"could not start JMeter: {exc}") from exc
+        self.started_at = time.monotonic()
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def poll(self) -> int | None:
+        return self.proc.poll()
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self, grace_s: float = 10.0, now_s: float = 5.0) -> int:
+        """Stop JMeter in escalating steps; returns its exit code. Idempotent."""
+        if self.alive():
+            with contextlib.suppress(OSError):
+                send_udp_command(self.spec.udp_port, "Shutdown")
+            if not self._wait(grace_s):
+                with contextlib.suppress(OSError):
+                    send_udp_command(self.spec.udp_port, "StopTestNow")
+                if not self._wait(now_s):
+                    self._signal_group(signal.SIGTERM)
+                    if not self._wait(5.0):
+                        self._signal_group(signal.SIGKILL)
+                        self._wait(5.0)
+        # The JVM may have left children in its session (none expected); sweep them.
+        self._signal_group(signal.SIGKILL)
+        self._out.close()
+        code = self.proc.poll()
+        return -9 if code is None else code
+
+    def _wait(self, seconds: float) -> bool:
+        try:
+            self.proc.wait(timeout=seconds)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+
+    def _signal_group(self, sig: signal.Signals) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, sig)

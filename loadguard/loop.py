@@ -1,0 +1,285 @@
+"""The tick loop: the one place that composes the pipeline.
+
+One tick::
+
+    source.poll() -> Window.add -> Window.stats(now) -> SloSpec.evaluate
+        -> Policy.decide (guard rails included) -> Actuator.push -> decision log
+
+The live sidecar (``attach``/``run``) drives it with a wall clock, a JTL follower and
+the BeanShell actuator; tests drive it with a fake clock and fakes. The loop never
+raises for a failed push or a bad row: those are logged (``applied=false``,
+``malformed_rows``) and the loop goes on. Only an unwritable decision log stops it,
+because then decisions could no longer be accounted for.
+
+Rate bookkeeping: ``applied_rate`` is what the engines last acknowledged (what JMeter
+is really running); the policy decides from it, so a push that failed is simply decided
+again next tick, which re-asserts the rate once the port comes back.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from loadguard.actuator.engines import Actuator, PushResult
+from loadguard.decisions import DecisionLogWriter, DecisionRow
+from loadguard.jtl.sample import SampleBatch
+from loadguard.observation import Action, Observation
+from loadguard.policies.base import Decision, Policy
+from loadguard.stats import WindowStats
+from loadguard.summary import RunAccumulator, Summary, SummaryBuilder
+from loadguard.window import Window
+
+log = logging.getLogger(__name__)
+
+
+class Clock(Protocol):
+    def now_ms(self) -> int: ...
+
+    def wait_ms(self, ms: int, stop: threading.Event) -> None: ...
+
+
+class WallClock:
+    def now_ms(self) -> int:
+        return int(time.time() * 1000)
+
+    def wait_ms(self, ms: int, stop: threading.Event) -> None:
+        if ms > 0:
+            stop.wait(ms / 1000.0)
+
+
+class SampleSource(Protocol):
+    def poll(self) -> SampleBatch: ...
+
+    @property
+    def malformed_rows(self) -> int: ...
+
+
+class Evaluator(Protocol):
+    def evaluate(self, stats: WindowStats, now_ms: int, commanded_rps: float) -> Observation: ...
+
+    def log_thresholds(self) -> dict[str, float | None]: ...
+
+
+class EngineProbe(Protocol):
+    """Is the load generator still there? ``None``: running; else a stop reason."""
+
+    def check(self) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    tick_ms: int = 2000
+    idle_exit_ms: int = 10_000
+    max_duration_ms: int | None = None
+    min_capacity: float | None = None
+
+
+@dataclass(frozen=True)
+class TickResult:
+    tick: int
+    decision: Decision
+    push: PushResult
+    row: DecisionRow
+
+
+@dataclass
+class LoopOutcome:
+    summary: Summary
+    stop_reason: str
+    exit_code: int
+    ticks: int = 0
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+#: Stop reasons that mean the generator failed rather than finished (exit code 3).
+ENGINE_FAILURES = frozenset({"engine_lost", "jmeter_failed"})
+
+
+def row_from(
+    decision: Decision, push: PushResult, tick: int, thresholds: dict[str, float | None]
+) -> DecisionRow:
+    obs = decision.observation
+    st = obs.stats.overall
+    acks = ";".join(
+        f"{a.engine}={'' if a.rate_rps is None else round(a.rate_rps, 3)}"
+        + ("" if a.ok else f"!{(a.error or 'failed').replace(';', ',')[:80]}")
+        for a in push.acks
+    )
+    breached_labels = tuple(
+        sorted(
+            {b.split("=", 1)[1].rsplit(":", 1)[0] for b in obs.breaches if b.startswith("label=")}
+        )
+    )
+    detail = ";".join(f"{k}={v}" for k, v in sorted(decision.detail.items()))
+    return DecisionRow(
+        epoch_ms=obs.now_ms,
+        tick=tick,
+        action=str(decision.action),
+        zone=str(decision.zone),
+        reason=decision.reason,
+        old_rate=decision.old_rate,
+        new_rate=decision.new_rate,
+        applied=push.applied,
+        engine_ack=acks,
+        samples=st.count,
+        rps=st.rps,
+        ok_rps=st.ok_rps,
+        error_rate=st.error_rate,
+        mean_ms=st.mean_ms,
+        p50_ms=st.p50_ms,
+        p90_ms=st.p90_ms,
+        p95_ms=st.p95_ms,
+        p99_ms=st.p99_ms,
+        max_ms=st.max_ms,
+        offered_rps=obs.commanded_rps,
+        staleness_ms=obs.staleness_ms,
+        slo=thresholds,
+        breaches=obs.breaches,
+        breached_labels=breached_labels,
+        detail=detail,
+    )
+
+
+class ControlLoop:
+    def __init__(
+        self,
+        *,
+        source: SampleSource,
+        window: Window,
+        evaluator: Evaluator,
+        policy: Policy,
+        actuator: Actuator,
+        writer: DecisionLogWriter,
+        summary: SummaryBuilder,
+        settings: LoopSettings,
+        clock: Clock | None = None,
+        probe: EngineProbe | None = None,
+        on_tick: Callable[[TickResult], None] | None = None,
+    ) -> None:
+        self.source = source
+        self.window = window
+        self.evaluator = evaluator
+        self.policy = policy
+        self.actuator = actuator
+        self.writer = writer
+        self.summary = summary
+        self.settings = settings
+        self.clock: Clock = clock or WallClock()
+        self.probe = probe
+        self.on_tick = on_tick
+        self.run_acc = RunAccumulator()
+        self.stop_event = threading.Event()
+        self.stop_reason: str | None = None
+        self.applied_rate = 0.0
+        self.started_ms = 0
+        self.last_sample_ms: int | None = None
+        self.last_growth_ms = 0
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def request_stop(self, reason: str) -> None:
+        if self.stop_reason is None:
+            self.stop_reason = reason
+        self.stop_event.set()
+
+    def start(self, initial_rate: float) -> PushResult | None:
+        """Adopt the engine's rate if it has one, else push ``initial_rate``."""
+        self.started_ms = self.clock.now_ms()
+        self.last_growth_ms = self.started_ms
+        current = self.actuator.read_rate()
+        if current is not None and current > 0:
+            self.applied_rate = current
+            log.info("resuming from the engine's rate %.3f req/s", current)
+            return None
+        self.applied_rate = initial_rate
+        push = self.actuator.push(initial_rate)
+        if not push.applied:
+            log.warning("initial push of %.3f req/s not applied yet; will retry", initial_rate)
+        return push
+
+    # -- one tick ----------------------------------------------------------------
+
+    def tick(self) -> TickResult:
+        now = self.clock.now_ms()
+        batch = self.source.poll()
+        if len(batch):
+            self.window.add(batch)
+            self.run_acc.add(batch)
+            self.last_growth_ms = now
+        stats = self.window.stats(now)
+        obs = self.evaluator.evaluate(stats, now, self.applied_rate)
+        decision = self.policy.decide(obs, self.applied_rate)
+        push = self._actuate(decision)
+        tick_no = self.writer.next_tick()
+        row = row_from(decision, push, tick_no, self.evaluator.log_thresholds())
+        self.writer.append(row)
+        self.summary.add(row)
+        result = TickResult(tick_no, decision, push, row)
+        if self.on_tick is not None:
+            try:
+                self.on_tick(result)
+            except Exception:  # a console glitch must never stop the controller
+                log.exception("console callback failed")
+        if decision.action == Action.STOP:
+            self.request_stop(decision.reason or "auto_stop")
+        return result
+
+    def _actuate(self, decision: Decision) -> PushResult:
+        target = decision.new_rate
+        if abs(target - self.applied_rate) < 1e-9:
+            return PushResult(rate_rps=target, applied=True, acks=())
+        push = self.actuator.push(target)
+        if push.applied:
+            self.applied_rate = target
+        return push
+
+    # -- the loop ----------------------------------------------------------------
+
+    def _check_end(self, now: int) -> None:
+        s = self.settings
+        if s.max_duration_ms is not None and now - self.started_ms >= s.max_duration_ms:
+            self.request_stop("duration")
+            return
+        gone = None if self.probe is None else self.probe.check()
+        if gone is None:
+            return
+        # A finished or failed JMeter ends the loop at once; one that merely stopped
+        # answering (attach) ends it once the JTL has also been idle long enough.
+        if (
+            gone in ENGINE_FAILURES
+            or gone == "jmeter_exited"
+            or now - self.last_growth_ms >= s.idle_exit_ms
+        ):
+            self.request_stop(gone)
+
+    def run(self, initial_rate: float) -> LoopOutcome:
+        self.start(initial_rate)
+        ticks = 0
+        next_tick = self.clock.now_ms() + self.settings.tick_ms
+        while not self.stop_event.is_set():
+            self.clock.wait_ms(next_tick - self.clock.now_ms(), self.stop_event)
+            if self.stop_event.is_set():
+                break
+            self.tick()
+            ticks += 1
+            next_tick += self.settings.tick_ms
+            now = self.clock.now_ms()
+            if next_tick < now:  # a slow tick: skip missed slots, never bunch up
+                next_tick = now + self.settings.tick_ms
+            self._check_end(now)
+        reason = self.stop_reason or "stopped"
+        # Drain what JMeter wrote last, so the summary counts every sample.
+        self.run_acc.add(self.source.poll())
+        summary = self.summary.build(self.run_acc, reason)
+        return LoopOutcome(summary, reason, exit_code_for(summary, reason), ticks)
+
+
+def exit_code_for(summary: Summary, stop_reason: str) -> int:
+    if stop_reason in ENGINE_FAILURES:
+        return 3
+    return 0 if summary.verdict == "PASS" else 1

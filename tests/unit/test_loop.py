@@ -1,0 +1,194 @@
+"""The tick loop with a fake clock, a fake sample source and a fake actuator."""
+
+from __future__ import annotations
+
+import csv
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from loadguard.actuator.engines import EngineAck, PushResult
+from loadguard.decisions import DecisionLogWriter
+from loadguard.jtl.sample import SampleBatch
+from loadguard.loop import ControlLoop, LoopSettings
+from loadguard.policies import build_policy
+from loadguard.slo import SloSpec
+from loadguard.summary import SummaryBuilder
+from loadguard.window import Window
+
+T0 = 1_796_000_000_000
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.ms = T0
+
+    def now_ms(self) -> int:
+        return self.ms
+
+    def wait_ms(self, ms: int, stop: threading.Event) -> None:
+        self.ms += max(ms, 0)
+
+
+@dataclass
+class PlantSource:
+    """A generator at the rate last pushed, against a server whose latency is
+    ``base`` below ``knee`` req/s and ``slow`` above it."""
+
+    clock: FakeClock
+    actuator: FakeActuator
+    knee: float = 50.0
+    base: int = 20
+    slow: int = 900
+    fail: bool = False
+    last_ms: int = T0
+    malformed_rows: int = 0
+
+    def poll(self) -> SampleBatch:
+        now = self.clock.now_ms()
+        rate = self.actuator.rate
+        n = int(rate * (now - self.last_ms) / 1000)
+        starts = (
+            np.linspace(self.last_ms, now - 1, n).astype(np.int64) if n else np.empty(0, np.int64)
+        )
+        self.last_ms = now
+        elapsed = np.full(n, self.slow if rate > self.knee else self.base, np.int64)
+        starts = starts - elapsed
+        ok = np.full(n, not self.fail)
+        return SampleBatch.of(starts, elapsed, ok, ["home"] * n)
+
+
+@dataclass
+class FakeActuator:
+    rate: float = 0.0
+    engine_rate: float | None = None
+    reachable: bool = True
+    pushes: list[float] = field(default_factory=list)
+
+    def push(self, rate_rps: float) -> PushResult:
+        self.pushes.append(rate_rps)
+        if not self.reachable:
+            ack = EngineAck("fake:1", False, None, "connection refused", 1.0)
+            return PushResult(rate_rps, False, (ack,))
+        self.rate = rate_rps
+        return PushResult(rate_rps, True, (EngineAck("fake:1", True, rate_rps, None, 1.0),))
+
+    def read_rate(self) -> float | None:
+        if self.engine_rate is not None:
+            self.rate = self.engine_rate
+        return self.engine_rate
+
+
+def make_loop(tmp_path: Path, actuator: FakeActuator, clock: FakeClock, **src: object):  # type: ignore[no-untyped-def]
+    spec = SloSpec.from_options(p95="250ms", error_rate="1%", window="5s", max_rate="500")
+    writer = DecisionLogWriter(tmp_path / "d.csv")
+    writer.open()
+    loop = ControlLoop(
+        source=PlantSource(clock, actuator, **src),  # type: ignore[arg-type]
+        window=Window(spec.window_ms),
+        evaluator=spec,
+        policy=build_policy("gradient", spec, lag_ms=1000),
+        actuator=actuator,
+        writer=writer,
+        summary=SummaryBuilder(spec.window_ms, spec.log_thresholds()),
+        settings=LoopSettings(tick_ms=1000, max_duration_ms=120_000),
+        clock=clock,
+    )
+    return loop, writer
+
+
+def rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_loop_climbs_to_the_knee_and_holds_below_it(tmp_path: Path) -> None:
+    clock, act = FakeClock(), FakeActuator()
+    loop, writer = make_loop(tmp_path, act, clock)
+    outcome = loop.run(5.0)
+    writer.close()
+    assert outcome.stop_reason == "duration"
+    got = rows(tmp_path / "d.csv")
+    assert len(got) == outcome.ticks
+    assert {r["action"] for r in got} >= {"INCREASE", "HOLD", "DECREASE"}
+    # A cliff at 50 req/s: the loop probes it and settles around it, never runs away.
+    late = [float(r["new_rate"]) for r in got[len(got) // 2 :]]
+    assert 25.0 <= float(np.median(late)) <= 65.0
+    assert max(late) < 120.0
+    found = outcome.summary.max_compliant_rate
+    assert found is not None and 25.0 <= found <= 50.0
+
+
+def test_failed_push_is_logged_not_applied_and_reasserted(tmp_path: Path) -> None:
+    clock, act = FakeClock(), FakeActuator(reachable=False)
+    loop, writer = make_loop(tmp_path, act, clock)
+    loop.start(5.0)
+    act.rate = 5.0  # the engine runs at its configured rate all along
+    for _ in range(15):
+        clock.ms += 1000
+        loop.tick()
+    assert loop.applied_rate == 5.0
+    unapplied = [r for r in rows(tmp_path / "d.csv") if r["applied"] == "false"]
+    assert unapplied and all("connection refused" in r["engine_ack"] for r in unapplied)
+    act.reachable = True
+    for _ in range(5):
+        clock.ms += 1000
+        loop.tick()
+    writer.close()
+    assert loop.applied_rate > 5.0
+    assert rows(tmp_path / "d.csv")[-1]["applied"] == "true"
+
+
+def test_start_resumes_from_the_engine_rate(tmp_path: Path) -> None:
+    clock, act = FakeClock(), FakeActuator(engine_rate=42.0)
+    loop, writer = make_loop(tmp_path, act, clock)
+    assert loop.start(5.0) is None
+    writer.close()
+    assert loop.applied_rate == 42.0
+    assert act.pushes == []
+
+
+def test_errors_never_raise_the_rate(tmp_path: Path) -> None:
+    clock, act = FakeClock(), FakeActuator()
+    loop, writer = make_loop(tmp_path, act, clock, fail=True)
+    loop.start(20.0)
+    for _ in range(30):
+        clock.ms += 1000
+        loop.tick()
+    writer.close()
+    got = rows(tmp_path / "d.csv")
+    assert all(r["action"] != "INCREASE" for r in got)
+    assert act.rate < 20.0
+
+
+class GoneProbe:
+    def __init__(self, reason: str, after: int) -> None:
+        self.reason, self.after, self.calls = reason, after, 0
+
+    def check(self) -> str | None:
+        self.calls += 1
+        return self.reason if self.calls > self.after else None
+
+
+@pytest.mark.parametrize(("reason", "code"), [("engine_lost", 3), ("jmeter_exited", 1)])
+def test_engine_probe_ends_the_loop(tmp_path: Path, reason: str, code: int) -> None:
+    clock, act = FakeClock(), FakeActuator()
+    loop, writer = make_loop(tmp_path, act, clock, fail=True)
+    loop.probe = GoneProbe(reason, after=3)
+    outcome = loop.run(5.0)
+    writer.close()
+    assert outcome.stop_reason == reason
+    assert outcome.ticks == 4
+    assert outcome.exit_code == code
+
+
+def test_request_stop_ends_before_the_next_tick(tmp_path: Path) -> None:
+    clock, act = FakeClock(), FakeActuator()
+    loop, writer = make_loop(tmp_path, act, clock)
+    loop.request_stop("signal")
+    outcome = loop.run(5.0)
+    writer.close()
+    assert outcome.ticks == 0 and outcome.stop_reason == "signal"
