@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install jmeter lint test test-fast demo clean
+.PHONY: install jmeter chromium lint test test-fast demo clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,8 +24,12 @@ lint: install
 	$(BIN)/ruff format --check loadguard tests benchmarks
 	$(BIN)/mypy
 
+# Debian's headless Chromium, for the report rendering test. Idempotent.
+chromium:
+	command -v chromium >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium)
+
 # The whole suite, real JMeter included (a missing JMeter is a failure here, not a skip).
-test: jmeter lint
+test: jmeter chromium lint
 	LOADGUARD_REQUIRE_JMETER=1 $(BIN)/pytest -q tests
 
 # Unit tests only, for a quick edit loop.

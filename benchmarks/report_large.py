@@ -124,18 +124,23 @@ def peak_rss_kib():
             return int(line.split()[1])
 """
 
-REFERENCE = PEAK + """
+REFERENCE = (
+    PEAK
+    + """
 import sys, time
 import pandas as pd
 t = time.perf_counter()
 n = 0
 for c in pd.read_csv(sys.argv[1], usecols=["timeStamp", "elapsed", "label", "success"],
-                     dtype=str, keep_default_na=False, chunksize=250_000):
+                     dtype={"label": str}, keep_default_na=False, chunksize=250_000):
     n += len(c)
 print(time.perf_counter() - t, peak_rss_kib(), n)
 """
+)
 
-REPORT = PEAK + """
+REPORT = (
+    PEAK
+    + """
 import sys, time
 from pathlib import Path
 from loadguard.report import render_report
@@ -143,6 +148,7 @@ t = time.perf_counter()
 out = render_report(Path(sys.argv[1]), Path(sys.argv[2]))
 print(time.perf_counter() - t, peak_rss_kib(), out.stat().st_size)
 """
+)
 
 
 def _child(code: str, *args: str) -> tuple[float, float, int]:

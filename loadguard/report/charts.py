@@ -112,7 +112,7 @@ def _finish(ax: Axes, axis: TimeAxis, ylabel: str) -> None:
     ax.set_xlabel(axis.label)
     ax.set_ylabel(ylabel)
     ax.set_ylim(bottom=0)
-    ax.legend(loc="upper left", fontsize=8, ncols=4, framealpha=0.85)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
 
 
 def thin(n: int, cap: int) -> npt.NDArray[np.int64]:

@@ -62,7 +62,7 @@ def _overlay(
     ax.set_xlabel(unit.label)
     ax.set_ylabel(ylabel)
     ax.set_ylim(bottom=0)
-    ax.legend(loc="upper left", fontsize=8, ncols=4, framealpha=0.85)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     return fig
 
 
