@@ -31,6 +31,11 @@ Order: threads finish out of order, and a reader may hand a sample over after a 
 ``end <= now``. Samples with ``end > now`` are kept for later calls (replaying steps over a
 file read ahead), and samples with ``end <= now - W`` are evicted. Memory is therefore
 O(samples with end > now - W), never O(test length).
+
+Layout: each added batch becomes a *run* sorted by ``end`` (files are nearly in
+completion order, so the stable sort is close to linear). ``stats`` binary-searches every
+run for ``(now - W, now]``, drops evicted prefixes, and sorts only the window's elapsed
+values: a tick costs O(runs log n + w log w) for w samples in the window.
 """
 
 from __future__ import annotations
@@ -76,41 +81,37 @@ def linear_percentiles(sorted_values: npt.NDArray[np.int64], qs: tuple[float, ..
 
 
 @dataclass(slots=True)
-class _Chunk:
-    """Samples held by the window, columnar; ``code`` indexes ``Window._labels``."""
+class _Run:
+    """Samples held by the window, columnar and sorted by ``end``; ``code`` indexes
+    ``Window._labels``. Each added batch becomes one run."""
 
     end: I64
     elapsed: I64
     ok: BOOL
     code: I64
     overall: BOOL
-    min_end: int
-    max_end: int
 
-    @staticmethod
-    def of(end: I64, elapsed: I64, ok: BOOL, code: I64, overall: BOOL) -> _Chunk:
-        return _Chunk(end, elapsed, ok, code, overall, int(end.min()), int(end.max()))
+    def __len__(self) -> int:
+        return len(self.end)
 
-    def select(self, mask: BOOL) -> _Chunk | None:
-        if not mask.any():
-            return None
-        return _Chunk.of(
-            self.end[mask], self.elapsed[mask], self.ok[mask], self.code[mask], self.overall[mask]
+    def tail(self, start: int) -> _Run:
+        """The run without its first ``start`` samples (evicted)."""
+        if start * 2 >= len(self.end):
+            # Copy, so that the evicted prefix is freed (amortised O(1) per sample).
+            return _Run(
+                self.end[start:].copy(),
+                self.elapsed[start:].copy(),
+                self.ok[start:].copy(),
+                self.code[start:].copy(),
+                self.overall[start:].copy(),
+            )
+        return _Run(
+            self.end[start:],
+            self.elapsed[start:],
+            self.ok[start:],
+            self.code[start:],
+            self.overall[start:],
         )
-
-
-def _concat(chunks: list[_Chunk]) -> _Chunk:
-    if len(chunks) == 1:
-        return chunks[0]
-    return _Chunk(
-        np.concatenate([c.end for c in chunks]),
-        np.concatenate([c.elapsed for c in chunks]),
-        np.concatenate([c.ok for c in chunks]),
-        np.concatenate([c.code for c in chunks]),
-        np.concatenate([c.overall for c in chunks]),
-        min(c.min_end for c in chunks),
-        max(c.max_end for c in chunks),
-    )
 
 
 class Window:
@@ -136,7 +137,7 @@ class Window:
         self.by_label = by_label
         self._malformed_rows = malformed_rows
         self._overall_excludes = overall_excludes
-        self._chunks: list[_Chunk] = []
+        self._runs: list[_Run] = []
         self._labels: list[str] = []
         self._codes: dict[str, int] = {}
         self._newest: int | None = None
@@ -146,7 +147,7 @@ class Window:
         """Samples added after a ``stats`` call whose window had already passed them."""
 
     def __len__(self) -> int:
-        return sum(len(c.end) for c in self._chunks)
+        return sum(len(r) for r in self._runs)
 
     def _label_codes(self, labels: npt.NDArray[np.object_]) -> I64:
         codes, uniques = pd.factorize(labels, use_na_sentinel=False)
@@ -176,55 +177,60 @@ class Window:
         # A negative elapsed is a reader bug or a malformed row; count it as 0 ms.
         elapsed = np.clip(np.asarray(batch.elapsed_ms, np.int64), 0, _ELAPSED_MASK)
         codes = self._label_codes(batch.label)
-        chunk = _Chunk.of(
-            end, elapsed, np.asarray(batch.success, np.bool_), codes, self._overall_mask(codes)
-        )
-        self._chunks.append(chunk)
-        if self._newest is None or chunk.max_end > self._newest:
-            self._newest = chunk.max_end
-        if self._last_now is not None and chunk.min_end <= self._last_now:
-            self.late_samples += int(np.count_nonzero(end <= self._last_now))
+        ok = np.asarray(batch.success, np.bool_)
+        overall = self._overall_mask(codes)
+        if len(end) > 1 and bool((end[1:] < end[:-1]).any()):
+            # Files are nearly in completion order: a stable sort is close to linear.
+            order = np.argsort(end, kind="stable")
+            end, elapsed, ok, codes, overall = (
+                end[order],
+                elapsed[order],
+                ok[order],
+                codes[order],
+                overall[order],
+            )
+        self._runs.append(_Run(end, elapsed, ok, codes, overall))
+        top = int(end[-1])
+        if self._newest is None or top > self._newest:
+            self._newest = top
+        if self._last_now is not None and int(end[0]) <= self._last_now:
+            self.late_samples += int(np.searchsorted(end, self._last_now, side="right"))
 
     def stats(self, now_ms: int) -> WindowStats:
         """Statistics over samples with ``end`` in ``(now_ms - window_ms, now_ms]``."""
         now = int(now_ms)
         lo = now - self.window_ms
         self._last_now = now if self._last_now is None else max(self._last_now, now)
-        keep: list[_Chunk] = []
-        touching: list[_Chunk] = []
-        for chunk in self._chunks:
-            if chunk.max_end <= lo:
-                continue  # wholly evicted
-            if chunk.min_end > now:
-                keep.append(chunk)  # wholly in the future: leave it untouched
-            else:
-                touching.append(chunk)
-        window_chunk: _Chunk | None = None
-        if touching:
-            merged = _concat(touching)
-            if merged.min_end <= lo:
-                merged = merged.select(merged.end > lo)  # type: ignore[assignment]
-            if merged is not None:
-                keep.append(merged)
-                window_chunk = merged
-        self._chunks = keep
+        runs: list[_Run] = []
+        parts: list[tuple[_Run, int]] = []
+        for run in self._runs:
+            first = int(np.searchsorted(run.end, lo, side="right"))  # evict end <= lo
+            if first == len(run):
+                continue
+            if first:
+                run = run.tail(first)
+            runs.append(run)
+            stop = int(np.searchsorted(run.end, now, side="right"))  # end <= now
+            if stop:
+                parts.append((run, stop))
+        self._runs = runs
         malformed = self._malformed_rows() if self._malformed_rows is not None else 0
         seconds = self.window_ms / 1000.0
-        if window_chunk is None:
+        if not parts:
             return WindowStats(now, self.window_ms, LabelStats.empty(), {}, malformed, self._newest)
-        inside = window_chunk.end <= now
-        if inside.all():
+        if len(parts) == 1:
+            run, stop = parts[0]
             elapsed, ok, code, overall = (
-                window_chunk.elapsed,
-                window_chunk.ok,
-                window_chunk.code,
-                window_chunk.overall,
+                run.elapsed[:stop],
+                run.ok[:stop],
+                run.code[:stop],
+                run.overall[:stop],
             )
         else:
-            elapsed = window_chunk.elapsed[inside]
-            ok = window_chunk.ok[inside]
-            code = window_chunk.code[inside]
-            overall = window_chunk.overall[inside]
+            elapsed = np.concatenate([r.elapsed[:k] for r, k in parts])
+            ok = np.concatenate([r.ok[:k] for r, k in parts])
+            code = np.concatenate([r.code[:k] for r, k in parts])
+            overall = np.concatenate([r.overall[:k] for r, k in parts])
         if overall.all():
             overall_stats = _label_stats(np.sort(elapsed), int(np.count_nonzero(ok)), seconds)
         else:
@@ -232,7 +238,7 @@ class Window:
                 np.sort(elapsed[overall]), int(np.count_nonzero(ok[overall])), seconds
             )
         labels: dict[str, LabelStats] = {}
-        if self.by_label and len(code):
+        if self.by_label:
             labels = self._per_label(elapsed, ok, code, seconds)
         return WindowStats(now, self.window_ms, overall_stats, labels, malformed, self._newest)
 

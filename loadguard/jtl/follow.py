@@ -1,0 +1,315 @@
+"""Follow a JTL that JMeter is still writing (the adapter around the pure decoders).
+
+``JtlFollower.poll()`` reads only the bytes appended since the last call and returns the
+rows they complete, already selected (each request once, see ``selection``). It:
+
+* may start before the file exists (``poll`` returns an empty batch until it does);
+* holds a partial last record (CSV records may span lines inside quotes);
+* notices truncation (size below what was read) or replacement (another inode at the
+  path: JMeter started again) and starts over with a log message; a replaced file's old
+  handle is read to its end first, so its last rows are not lost;
+* tells CSV from XML by the first byte (``<``), unless the format says;
+* counts bad rows (``malformed_rows``) and keeps the first ones (``bad_rows``);
+* warns once when the file looks buffered: JMeter's default ``autoflush=false`` makes
+  rows arrive in 8 KiB blocks that end mid-record, so the window lags the test.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import tzinfo
+from pathlib import Path
+from typing import Protocol
+
+from loadguard.jtl.columns import JtlFormat
+from loadguard.jtl.csv_stream import CHUNK_BYTES, MAX_RECORD_BYTES, CsvStreamDecoder
+from loadguard.jtl.raw_rows import BadRow, BadRowLog, RawRows
+from loadguard.jtl.sample import SampleBatch
+from loadguard.jtl.selection import RowSelector
+from loadguard.jtl.xml_rows import XmlStreamDecoder
+
+log = logging.getLogger(__name__)
+
+READ_BYTES = 64 << 20
+# Polls that must end mid-record before the file is called buffered.
+BUFFERED_AFTER = 3
+
+
+class _Decoder(Protocol):
+    @property
+    def held_bytes(self) -> int: ...
+
+    def feed(self, data: bytes) -> list[RawRows]: ...
+
+    def finish(self) -> list[RawRows]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class FollowerStatus:
+    """Counters for the run summary and the decision log."""
+
+    path: str
+    format: str | None
+    columns: tuple[str, ...] | None
+    has_header: bool | None
+    bytes_read: int
+    records: int
+    rows_counted: int
+    skipped_transactions: int
+    skipped_subresults: int
+    filtered: int
+    malformed_rows: int
+    bad_rows: tuple[BadRow, ...]
+    restarts: int
+    held_bytes: int
+    buffered_suspected: bool
+    warnings: tuple[str, ...]
+    transaction_labels: tuple[str, ...]
+
+
+class JtlFollower:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        fmt: JtlFormat | None = None,
+        transactions: bool = False,
+        labels: str | None = None,
+        exclude_labels: str | None = None,
+        tz: str | tzinfo | None = None,
+        read_bytes: int = READ_BYTES,
+        chunk_bytes: int = CHUNK_BYTES,
+        max_record_bytes: int = MAX_RECORD_BYTES,
+        bad_rows_kept: int = 20,
+    ) -> None:
+        self.path = Path(path)
+        self.fmt = fmt or JtlFormat()
+        self.tz = tz
+        self.read_bytes = read_bytes
+        self.chunk_bytes = chunk_bytes
+        self.max_record_bytes = max_record_bytes
+        self.selector = RowSelector(
+            transactions=transactions, labels=labels, exclude_labels=exclude_labels
+        )
+        self.bad = BadRowLog(keep=bad_rows_kept)
+        self.bytes_read = 0
+        self.restarts = 0
+        self.format: str | None = None
+        self.buffered_suspected = False
+        self._warnings: list[str] = []
+        self._fd: int | None = None
+        self._ino: tuple[int, int] | None = None
+        self._pos = 0
+        self._decoder: _Decoder | None = None
+        self._csv: CsvStreamDecoder | None = None
+        self._records_before = 0
+        self._growth_polls = 0
+        self._midrecord_polls = 0
+
+    # -- counters --------------------------------------------------------------------
+    @property
+    def malformed_rows(self) -> int:
+        return self.bad.count
+
+    @property
+    def bad_rows(self) -> tuple[BadRow, ...]:
+        return tuple(self.bad.samples)
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        csv_warnings = tuple(self._csv.warnings) if self._csv is not None else ()
+        return tuple(self._warnings) + csv_warnings
+
+    @property
+    def transaction_labels(self) -> frozenset[str]:
+        """Labels seen on Transaction Controller rows (for ``Window(overall_excludes=)``)."""
+        return frozenset(self.selector.transaction_labels)
+
+    def status(self) -> FollowerStatus:
+        dec = self._decoder
+        records = self._records_before + (getattr(dec, "records", 0) if dec else 0)
+        return FollowerStatus(
+            path=str(self.path),
+            format=self.format,
+            columns=self._csv.columns if self._csv is not None else None,
+            has_header=self._csv.has_header if self._csv is not None else None,
+            bytes_read=self.bytes_read,
+            records=records,
+            rows_counted=self.selector.counted,
+            skipped_transactions=self.selector.skipped_transactions,
+            skipped_subresults=self.selector.skipped_subresults,
+            filtered=self.selector.filtered,
+            malformed_rows=self.bad.count,
+            bad_rows=self.bad_rows,
+            restarts=self.restarts,
+            held_bytes=dec.held_bytes if dec is not None else 0,
+            buffered_suspected=self.buffered_suspected,
+            warnings=self.warnings,
+            transaction_labels=tuple(sorted(self.selector.transaction_labels)),
+        )
+
+    # -- file handling ---------------------------------------------------------------
+    def _open(self) -> bool:
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            log.warning("cannot open JTL %s: %s", self.path, exc.strerror)
+            return False
+        st = os.fstat(fd)
+        self._fd = fd
+        self._ino = (st.st_dev, st.st_ino)
+        self._pos = 0
+        return True
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> JtlFollower:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _new_decoder(self, first: bytes) -> _Decoder:
+        is_xml = self.fmt.output_format == "xml" or first.lstrip()[:1] == b"<"
+        self.format = "xml" if is_xml else "csv"
+        if is_xml:
+            self._csv = None
+            return XmlStreamDecoder(
+                self.bad,
+                timestamp_format=self.fmt.timestamp_format,
+                tz=self.tz,
+                max_record_bytes=self.max_record_bytes,
+            )
+        self._csv = CsvStreamDecoder(
+            self.fmt,
+            self.bad,
+            tz=self.tz,
+            chunk_bytes=self.chunk_bytes,
+            max_record_bytes=self.max_record_bytes,
+        )
+        return self._csv
+
+    def _restart(self, why: str) -> None:
+        self.restarts += 1
+        log.warning("JTL %s %s: reading it again from the start", self.path, why)
+        if self._decoder is not None:
+            self._records_before += getattr(self._decoder, "records", 0)
+        self._decoder = None
+        self.selector.reset()
+        self._growth_polls = 0
+        self._midrecord_polls = 0
+
+    def _read(self, limit: int) -> bytes:
+        assert self._fd is not None
+        data = os.pread(self._fd, limit, self._pos)
+        self._pos += len(data)
+        self.bytes_read += len(data)
+        return data
+
+    def _feed(self, data: bytes) -> list[RawRows]:
+        if self._decoder is None:
+            if not data.strip():
+                # Nothing to sniff yet: give the bytes back by rewinding.
+                self._pos -= len(data)
+                self.bytes_read -= len(data)
+                return []
+            self._decoder = self._new_decoder(data)
+        return self._decoder.feed(data)
+
+    def _select(self, parts: list[RawRows]) -> SampleBatch:
+        batches = [self.selector.select(p) for p in parts]
+        batches = [b for b in batches if len(b)]
+        if not batches:
+            return SampleBatch.empty()
+        return batches[0] if len(batches) == 1 else SampleBatch.concat(batches)
+
+    def _check_buffering(self, grew: bool) -> None:
+        if not grew or self._decoder is None or self.buffered_suspected:
+            return
+        self._growth_polls += 1
+        if self._decoder.held_bytes > 0:
+            self._midrecord_polls += 1
+        if (
+            self._midrecord_polls >= BUFFERED_AFTER
+            and self._midrecord_polls * 2 > self._growth_polls
+        ):
+            self.buffered_suspected = True
+            message = (
+                f"JTL {self.path} looks buffered (it keeps ending mid-row): JMeter's "
+                "jmeter.save.saveservice.autoflush=false delays rows, so windows lag the test; "
+                "run JMeter with -Jjmeter.save.saveservice.autoflush=true"
+            )
+            self._warnings.append(message)
+            log.warning("%s", message)
+
+    def poll(self) -> SampleBatch:
+        """Counted rows completed since the last poll (empty when nothing new)."""
+        parts: list[RawRows] = []
+        if self._fd is None and not self._open():
+            return SampleBatch.empty()
+        assert self._fd is not None
+        try:
+            st_path = os.stat(self.path)
+        except FileNotFoundError:
+            st_path = None
+        if st_path is not None and (st_path.st_dev, st_path.st_ino) != self._ino:
+            # Replaced: finish the old file, then start on the new one.
+            while data := self._read(self.read_bytes):
+                parts += self._feed(data)
+            if self._decoder is not None:
+                parts += self._decoder.finish()
+            batch = self._select(parts)
+            parts = []
+            self.close()
+            self._restart("was replaced")
+            self._open()
+            return SampleBatch.concat([batch, self.poll()]) if self._fd is not None else batch
+        size = os.fstat(self._fd).st_size
+        if size < self._pos:
+            self._restart(f"shrank from {self._pos} to {size} bytes (truncated)")
+            self._pos = 0
+        grew = False
+        remaining = self.read_bytes
+        while remaining > 0:
+            data = self._read(min(remaining, self.chunk_bytes))
+            if not data:
+                break
+            grew = True
+            remaining -= len(data)
+            parts += self._feed(data)
+            if self._decoder is None:
+                break
+        self._check_buffering(grew)
+        return self._select(parts)
+
+    def batches(self) -> Iterator[SampleBatch]:
+        """Offline replay: the file as it is now, batch by batch, then its held tail."""
+        while True:
+            before = self.bytes_read
+            batch = self.poll()
+            if len(batch):
+                yield batch
+            if self.bytes_read == before:
+                break
+        tail = self.finish()
+        if len(tail):
+            yield tail
+
+    def finish(self) -> SampleBatch:
+        """End of input (offline replay): everything left, the held tail included."""
+        parts: list[RawRows] = []
+        if self._fd is None and not self._open():
+            return SampleBatch.empty()
+        while data := self._read(self.read_bytes):
+            parts += self._feed(data)
+        if self._decoder is not None:
+            parts += self._decoder.finish()
+        return self._select(parts)

@@ -1,0 +1,217 @@
+"""XML JTL rows: a byte stream in, ``RawRows`` out (pure core).
+
+JMeter writes ``<testResults version="1.2">`` and then one element per sample,
+``<httpSample .../>`` or ``<sample ...>``, starting at column 0; sub-results are nested
+(indented) inside their parent, and ``</testResults>`` is written only when the test ends.
+Attributes used: ``ts`` (start, ms), ``t`` (elapsed), ``s`` (success), ``lb`` (label),
+``rm`` (message), ``tn`` (thread), ``na`` (all threads).
+
+The stream is cut into top-level sample elements (a start tag at column 0 up to the next
+one). Complete elements are parsed with lxml, many at a time; when a group fails to
+parse, its elements are parsed one by one and each broken one counts as one bad row, so
+garbage never stops the reader (an incremental parser, once broken, would stop for good).
+
+Rows come out in document order, parent first. A Transaction Controller element with
+``generate parent sample`` holds its samplers as children: those are samplers' own
+results and are counted; anything nested deeper (or under a plain sampler) is a sub-result.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import tzinfo
+
+import numpy as np
+from lxml import etree
+
+from loadguard.jtl.raw_rows import TRANSACTION_PREFIX, BadRowLog, RawRows
+from loadguard.jtl.timestamps import parse_timestamps
+
+_SAMPLE_TAGS = frozenset(["httpSample", "sample"])
+_TOP_START = re.compile(rb"(?m)^<(?:httpSample|sample)[\s/>]")
+_TOP_END_TAG = re.compile(rb"(?m)^(?:</httpSample>|</sample>)\s*$")
+_DOC_END = re.compile(rb"(?m)^</testResults>")
+_PROLOG = re.compile(rb"^\s*(?:<\?xml[^>]*\?>\s*)?(?:<\?[^>]*\?>\s*)*(?:<testResults[^>]*>)?\s*$")
+
+
+class _Regroup(Exception):
+    """A group of elements did not parse one-to-one: parse them one by one."""
+
+
+_Row = tuple[int, int, bool, str, str, int, bool, bool]
+
+
+class XmlStreamDecoder:
+    def __init__(
+        self,
+        bad: BadRowLog,
+        *,
+        timestamp_format: str = "ms",
+        tz: str | tzinfo | None = None,
+        max_record_bytes: int = 4 << 20,
+    ) -> None:
+        self.bad = bad
+        self.timestamp_format = timestamp_format
+        self.tz = tz
+        self.max_record_bytes = max_record_bytes
+        self.records = 0
+        self._buf = b""
+        self._parser = etree.XMLParser(huge_tree=True, resolve_entities=False, no_network=True)
+
+    @property
+    def held_bytes(self) -> int:
+        return len(self._buf)
+
+    def _bad(self, reason: str, text: bytes) -> None:
+        self.records += 1
+        self.bad.add(self.records, reason, text[:200].decode("utf-8", errors="replace"))
+
+    def _blocks(self, final: bool) -> list[bytes]:
+        """Cut complete top-level elements off the buffer."""
+        blocks: list[bytes] = []
+        buf = self._buf
+        pos = 0
+        while True:
+            m = _TOP_START.search(buf, pos)
+            end_doc = _DOC_END.search(buf, pos)
+            stop = m.start() if m else (end_doc.start() if end_doc else len(buf))
+            if end_doc and end_doc.start() < stop:
+                stop = end_doc.start()
+            gap = buf[pos:stop]
+            if gap.strip() and not (pos == 0 and _PROLOG.match(gap)):
+                if m is None and end_doc is None and not final:
+                    break  # may be the start of an element still being written
+                self._bad("not a sample element", gap.strip())
+            if end_doc is not None and end_doc.start() == stop:
+                pos = len(buf)  # the end of the document: nothing after it matters
+                break
+            if m is None:
+                pos = stop if not final else len(buf)
+                break
+            nxt = _TOP_START.search(buf, m.end())
+            doc_end = _DOC_END.search(buf, m.end())
+            ends = [x.start() for x in (nxt, doc_end) if x is not None]
+            if ends:
+                block_end = min(ends)
+            else:
+                tail = buf[m.start() :]
+                body = tail.rstrip()
+                first_line = body.split(b"\n", 1)[0]
+                complete = (
+                    (b"\n" not in body and first_line.endswith(b"/>"))
+                    or _TOP_END_TAG.search(body.rsplit(b"\n", 1)[-1]) is not None
+                ) and tail.endswith(b"\n")
+                if not complete and not final:
+                    if len(tail) > self.max_record_bytes:
+                        self._bad(f"element longer than {self.max_record_bytes} bytes", tail)
+                        pos = len(buf)
+                    else:
+                        pos = m.start()
+                    break
+                block_end = len(buf)
+            blocks.append(buf[m.start() : block_end])
+            pos = block_end
+        self._buf = buf[pos:]
+        return blocks
+
+    def _rows_of(self, top: etree._Element, out: list[_Row]) -> bool:
+        """Append the rows of one top-level element; False when it is malformed."""
+        mine: list[_Row] = []
+        top_row = self._row(top, subresult=False)
+        if top_row is None:
+            return False
+        mine.append(top_row)
+        is_tx = top_row[6]
+        for child in top:
+            if child.tag not in _SAMPLE_TAGS:
+                continue
+            row = self._row(child, subresult=not is_tx)
+            if row is None:
+                return False
+            mine.append(row)
+            for sub in child.iter("httpSample", "sample"):
+                if sub is child:
+                    continue
+                row = self._row(sub, subresult=True)
+                if row is None:
+                    return False
+                mine.append(row)
+        out.extend(mine)
+        return True
+
+    def _row(self, el: etree._Element, subresult: bool) -> _Row | None:
+        a = el.attrib
+        try:
+            elapsed = int(a["t"])
+            ts_text = a["ts"]
+            if self.timestamp_format == "ms" or ts_text.isdigit():
+                start = int(ts_text)
+            else:
+                ms, bad = parse_timestamps(
+                    np.asarray([ts_text], object), self.timestamp_format, self.tz
+                )
+                if bad[0]:
+                    return None
+                start = int(ms[0])
+            success_text = a.get("s", "").lower()
+            if success_text not in ("true", "false") or elapsed < 0:
+                return None
+            na = int(a.get("na", "-1"))
+        except (KeyError, ValueError):
+            return None
+        message = a.get("rm", "")
+        return (start, elapsed, success_text == "true", a.get("lb", ""), a.get("tn", ""), na,
+                message.startswith(TRANSACTION_PREFIX), subresult)  # fmt: skip
+
+    def _parse_one(self, block: bytes, out: list[_Row]) -> None:
+        try:
+            el = etree.fromstring(block, self._parser)
+        except etree.XMLSyntaxError as exc:
+            self._bad(f"XML error ({exc.msg})", block)
+            return
+        if el.tag not in _SAMPLE_TAGS or not self._rows_of(el, out):
+            self._bad("sample element without usable t/ts/s attributes", block)
+            return
+        self.records += 1
+
+    def _parse(self, blocks: list[bytes]) -> RawRows:
+        rows: list[_Row] = []
+        if not blocks:
+            return RawRows.empty()
+        try:
+            wrapper = etree.fromstring(b"<r>" + b"".join(blocks) + b"</r>", self._parser)
+            tops = [el for el in wrapper if isinstance(el.tag, str)]
+            if len(tops) != len(blocks):
+                raise _Regroup
+            for block, el in zip(blocks, tops, strict=True):
+                if el.tag in _SAMPLE_TAGS and self._rows_of(el, rows):
+                    self.records += 1
+                else:
+                    self._bad("sample element without usable t/ts/s attributes", block)
+        except (etree.XMLSyntaxError, _Regroup):
+            rows = []
+            for block in blocks:
+                self._parse_one(block, rows)
+        if not rows:
+            return RawRows.empty()
+        cols = list(zip(*rows, strict=True))
+        return RawRows.build(
+            cols[0],
+            cols[1],
+            cols[2],
+            cols[3],
+            cols[4],
+            cols[5],
+            cols[6],
+            cols[7],
+        )
+
+    def feed(self, data: bytes) -> list[RawRows]:
+        if data:
+            self._buf += data
+        rows = self._parse(self._blocks(final=False))
+        return [rows] if len(rows) else []
+
+    def finish(self) -> list[RawRows]:
+        rows = self._parse(self._blocks(final=True))
+        return [rows] if len(rows) else []
