@@ -1,0 +1,70 @@
+"""What the controller sees at one tick: a window judged against the SLO (pure values).
+
+``SloSpec.evaluate`` builds an ``Observation`` from a ``WindowStats``; policies and guard
+rails read nothing else, so a run can be replayed from its decision log.
+
+Offered vs achieved (coordinated omission). ``commanded_rps`` is the rate the controller
+asked for (offered); ``achieved_rps`` is what the window actually holds (``stats.overall.rps``).
+JTL latency only covers a request from the moment it was sent, so when the generator falls
+behind (threads exhausted, timer catching up) the wait it imposes is invisible there:
+
+    shortfall = 1 - achieved / offered
+
+is the share of the offered load that never reached the target in this window. A run whose
+latency looks good while ``shortfall`` is large measured less load than it claims.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from loadguard.stats import WindowStats
+
+
+class Zone(StrEnum):
+    SAFE = "SAFE"
+    NEAR = "NEAR"
+    BREACH = "BREACH"
+    NO_DATA = "NO_DATA"
+
+
+class Action(StrEnum):
+    INCREASE = "INCREASE"
+    HOLD = "HOLD"
+    DECREASE = "DECREASE"
+    STOP = "STOP"
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One window judged against the SLO.
+
+    ``pressure`` is the largest ``value / threshold`` over every SLO judged in this window
+    (overall and per label; 1.0 is exactly on a threshold), ``None`` for NO_DATA. Policies
+    that steer toward a setpoint below the SLO read it.
+    """
+
+    now_ms: int
+    stats: WindowStats
+    zone: Zone
+    breaches: tuple[str, ...]
+    near: tuple[str, ...]
+    staleness_ms: int | None
+    commanded_rps: float
+    pressure: float | None = None
+
+    @property
+    def offered_rps(self) -> float:
+        return self.commanded_rps
+
+    @property
+    def achieved_rps(self) -> float:
+        return self.stats.overall.rps
+
+    @property
+    def shortfall(self) -> float:
+        """1 - achieved / offered (negative when a backlog drains faster than offered)."""
+        if self.commanded_rps <= 0:
+            return 0.0
+        return 1.0 - self.achieved_rps / self.commanded_rps

@@ -1,0 +1,165 @@
+r"""Setpoint tracking on log-rate: an exponential ramp, then a PI law in velocity form.
+
+The controlled variable is the window's *pressure* P = max over SLOs of value/threshold
+(``Observation.pressure``; 1.0 is on the SLO). The setpoint s sits below the SLO because
+p95 is very nonlinear near the knee: in M/M/8 with 50 ms service and a 250 ms p95 SLO,
+p95 is 150 ms at half of λ*, 171 ms at 0.87 λ*, 250 ms at λ* and 400 ms at 1.05 λ*, and a
+10 s window's p95 scatters by tens of ms. A setpoint of 0.7 (175 ms there) sits near 0.88 λ*.
+
+With :math:`x = \ln r` and the error :math:`e_k = \ln(s / P_k)`:
+
+*Ramp* (until the first window with :math:`P \ge s` or a BREACH). The pressure is flat
+far below the knee and says nothing about the distance to it, so grow geometrically:
+:math:`x_{k+1} = x_k + \ln ρ` (ρ = ``ramp_factor``). A BREACH during the ramp bisects
+geometrically between the last safe rate and the breaching one:
+:math:`x_{k+1} = (x_{safe} + x_k)/2`, never lower than :math:`x_k + \ln β_{max}`.
+
+*Track*. A PI law in velocity (incremental) form on the judged windows:
+
+.. math::
+
+    Δx_k = K_p (e_k - e_{k-1}) + K_i\, e_k, \qquad K_i = \begin{cases}
+        K_{up} & e_k > 0 \\ K_{down} & e_k \le 0 \end{cases}
+
+clipped to :math:`[\ln β_{max}, \ln ρ_{max}]`; :math:`|Δx_k| <` ``deadband`` holds (a change
+restarts the settling wait, so tiny corrections cost more than they bring). The state is
+the rate in force itself (passed in every tick), so when a guard overrides a decision
+(clamp, generator limit) there is no integrator to wind up: velocity form is anti-windup
+by construction. :math:`K_{down} > K_{up}` biases the loop toward the safe side.
+
+A BREACH always decreases: :math:`e_k = \ln(s/P_k) < 0` when P > 1 > s, and the step is
+at least :math:`\ln β_{min}` (``breach_min_cut``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from loadguard.errors import PolicyError
+from loadguard.observation import Observation, Zone
+from loadguard.policies.base import Decision, decide, hold
+
+
+@dataclass
+class GradientPolicy:
+    setpoint: float = 0.7
+    ramp_factor: float = 2.0
+    ramp_min_samples: int = 400
+    k_up: float = 0.6
+    k_down: float = 0.6
+    k_breach: float = 0.7
+    momentum: float = 0.5
+    hot_margin: float = 0.03
+    hot_memory_ms: int = 60_000
+    kp: float = 0.0
+    max_up: float = 1.25
+    max_down: float = 0.5
+    breach_min_cut: float = 0.9
+    noise_up: float = 0.15
+    noise_down: float = 0.08
+    window_ms: int = 10_000
+    name: str = "gradient"
+    phase: str = field(default="ramp", init=False)
+    last_safe: float | None = field(default=None, init=False)
+    last_error: float | None = field(default=None, init=False)
+    _sum_e: float = field(default=0.0, init=False)
+    _sum_w: float = field(default=0.0, init=False)
+    _prev_ms: int | None = field(default=None, init=False)
+    _rate: float | None = field(default=None, init=False)
+    _ups: int = field(default=0, init=False)
+    _hot: float | None = field(default=None, init=False)
+    _hot_ms: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        if not 0 < self.setpoint < 1:
+            raise PolicyError(
+                f"gradient setpoint must be in (0, 1) of the SLO, got {self.setpoint}"
+            )
+        if self.ramp_factor <= 1 or self.max_up < 1:
+            raise PolicyError("gradient ramp_factor must be > 1 and max_up >= 1")
+        if not 0 < self.max_down < 1 or not 0 < self.breach_min_cut <= 1:
+            raise PolicyError("gradient max_down and breach_min_cut must be in (0, 1)")
+        gains = (self.k_up, self.k_down, self.k_breach, self.kp, self.noise_up, self.noise_down)
+        if min(gains) < 0 or self.k_down == 0 or self.k_breach == 0:
+            raise PolicyError("gradient gains and noise must be >= 0 (k_down > 0)")
+        if self.window_ms < 1 or self.ramp_min_samples < 1:
+            raise PolicyError("gradient window_ms and ramp_min_samples must be >= 1")
+
+    def decide(self, obs: Observation, rate: float) -> Decision:
+        if self._rate is None or not math.isclose(rate, self._rate, rel_tol=1e-9):
+            self._rate, self._sum_e, self._sum_w, self._prev_ms = rate, 0.0, 0.0, None
+        if obs.zone is Zone.NO_DATA or obs.pressure is None:
+            return hold(obs, rate, "no_data", phase=self.phase)
+        pressure = obs.pressure
+        error = math.log(self.setpoint / pressure) if pressure > 0 else math.log(self.ramp_factor)
+        breach = obs.zone is Zone.BREACH
+        reason = obs.zone.lower()
+        if self.phase == "ramp":
+            if breach:
+                self.phase = "track"
+                self.last_error = error
+                target = math.sqrt(self.last_safe * rate) if self.last_safe else rate
+                new = min(rate * self.breach_min_cut, max(target, rate * self.max_down))
+                self._hot, self._hot_ms = rate, obs.now_ms
+                return decide(obs, rate, new, reason, phase="ramp", pressure=pressure)
+            if pressure < self.setpoint or obs.stats.overall.count < self.ramp_min_samples:
+                self.last_safe = rate
+                return decide(
+                    obs, rate, rate * self.ramp_factor, reason, phase="ramp", pressure=pressure
+                )
+            self.phase = "track"
+        if breach:
+            step = max(
+                math.log(self.max_down),
+                min(math.log(self.breach_min_cut), -self.k_breach * math.log(pressure)),
+            )
+            self._ups = 0
+            self._hot, self._hot_ms = rate, obs.now_ms
+            self.last_error = error
+            return decide(
+                obs, rate, rate * math.exp(step), reason,
+                phase=self.phase, pressure=pressure, error=error, step=step,
+            )  # fmt: skip
+        # Average the error over the (overlapping) windows seen at this rate, weighting
+        # each tick by the share of a window it adds; act once the mean is clear of noise.
+        weight = 1.0 if self._prev_ms is None else (obs.now_ms - self._prev_ms) / self.window_ms
+        self._prev_ms = obs.now_ms
+        self._sum_e += min(weight, 1.0) * error
+        self._sum_w += min(weight, 1.0)
+        mean_error = self._sum_e / self._sum_w
+        confidence = abs(mean_error) * math.sqrt(self._sum_w)
+        if confidence < (self.noise_up if mean_error > 0 else self.noise_down):
+            return hold(
+                obs, rate, reason, phase=self.phase, pressure=pressure,
+                mean_error=mean_error, windows=self._sum_w,
+            )  # fmt: skip
+        step = self._step(mean_error)
+        if step > 0:
+            # Consecutive rises far below the setpoint grow (re-ramp after a drop).
+            step = min(math.log(self.max_up), step * (1.0 + self.momentum * self._ups))
+            self._ups += 1
+            step = self._below_hot(obs.now_ms, rate, step)
+        else:
+            self._ups = 0
+            self._hot, self._hot_ms = rate, obs.now_ms
+        self.last_error = mean_error
+        return decide(
+            obs, rate, rate * math.exp(step), reason,
+            phase=self.phase, pressure=pressure, mean_error=mean_error,
+            windows=self._sum_w, step=step,
+        )  # fmt: skip
+
+    def _below_hot(self, now_ms: int, rate: float, step: float) -> float:
+        """Rise no closer than ``hot_margin`` to the last rate that ran too hot (for
+        ``hot_memory_ms``); from there on, creep by ``hot_margin`` per step."""
+        if self._hot is None or now_ms - self._hot_ms > self.hot_memory_ms:
+            return step
+        cap = math.log(self._hot * (1.0 - self.hot_margin) / rate)
+        return min(step, max(cap, math.log1p(self.hot_margin)))
+
+    def _step(self, error: float) -> float:
+        ki = self.k_up if error > 0 else self.k_down
+        previous = error if self.last_error is None else self.last_error
+        step = self.kp * (error - previous) + ki * error
+        return min(math.log(self.max_up), max(math.log(self.max_down), step))

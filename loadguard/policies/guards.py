@@ -1,0 +1,294 @@
+r"""Guard rails: decorators that wrap any ``Policy`` and keep its decisions sane.
+
+Each guard is itself a ``Policy`` (same protocol, same ``name``), so they compose; the
+order ``build_policy`` uses, outermost first, is
+
+    Exposure > Bounds > AutoStop > Stale > NoDataHold > Settling > GeneratorLimited
+             > StepLimit > policy
+
+Guards see the rate actually in force (the ``rate`` argument), never a policy's wish, so an
+override never leaves a policy's state out of step with reality.
+
+Settling (the one that matters for control). A rate pushed at :math:`t_c` takes effect
+after the actuation lag L, and the window of length W keyed on completion time holds only
+samples sent at the new rate from :math:`t_c + L + W` on (plus the JTL flush delay, which
+the caller adds to ``settle_ms``). Judging a window that still mixes the old rate is the
+classic mistake: after a decrease, the old rate's slow samples look like a breach at the
+new rate and the controller cuts again and again. So until
+:math:`t - t_c \ge T_{settle}` the guard HOLDs (reason ``settling``), with one exception:
+a BREACH after an *increase* is passed through, because a window mixing the new, higher
+rate with the old one can only understate the new rate's latency. A sample completing in
+the window :math:`(t - W, t]` started after :math:`t - W - T_{max}` (``max_ms`` of the
+window), so a backlog of slow requests sent at the old rate is waited out too: settled
+when :math:`t - t_c \ge T_{settle} + \min(T_{max}, \texttt{backlog\_max\_ms})`. Requests
+sent at the new rate can still queue behind that backlog: after a decrease, a BREACH window
+whose achieved rate exceeds the offered one by ``drain_tolerance`` (more completions than
+arrivals: the queue is draining) also holds, up to ``backlog_max_ms`` past the settle time.
+Escalation: a decrease that was enough makes the window's pressure fall as old samples
+leave it. A BREACH whose pressure reaches ``escalation`` times the pressure that triggered
+the last change (the capacity fell under us) is passed through at once.
+
+Generator-limited. If a window's achieved rate :math:`X` stays below
+:math:`ρ_{gen}\,R` of the commanded rate R, raising R more is integrator wind-up: nothing
+can deliver it. HOLD (reason ``generator_limited``) and log the threads Little's law says
+the generator needs, :math:`N \ge h\,R\,\bar T` (h headroom, :math:`\bar T` the mean
+response time).
+
+Coordinated omission. ``Exposure`` copies offered vs achieved rate into every decision's
+detail and flags ``hidden_queueing`` on a DECREASE made while the shortfall
+:math:`1 - X/R` exceeds ``shortfall_flag``: the latency that triggered it excludes the time
+requests waited inside the generator.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from loadguard.errors import PolicyError
+from loadguard.observation import Action, Observation, Zone
+from loadguard.policies.base import Decision, Policy, hold
+
+
+@dataclass
+class Bounds:
+    """Clamp every rate into ``[min_rate, max_rate]`` (reasons ``clamp_min``/``clamp_max``)."""
+
+    inner: Policy
+    min_rate: float
+    max_rate: float
+
+    def __post_init__(self) -> None:
+        if not 0 < self.min_rate <= self.max_rate:
+            raise PolicyError(
+                f"need 0 < min_rate <= max_rate, got {self.min_rate}, {self.max_rate}"
+            )
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def decide(self, obs: Observation, rate: float) -> Decision:
+        d = self.inner.decide(obs, rate)
+        if d.new_rate > self.max_rate:
+            return d.with_rate(self.max_rate, "clamp_max")
+        if d.new_rate < self.min_rate:
+            return d.with_rate(self.min_rate, "clamp_min")
+        return d
+
+
+@dataclass
+class StepLimit:
+    """Limit one tick's change to ``[max_down, max_up]`` times the rate (``clamp_step``)."""
+
+    inner: Policy
+    max_up: float = 2.0
+    max_down: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.max_up < 1 or not 0 < self.max_down <= 1:
+            raise PolicyError("need max_step_up >= 1 and 0 < max_step_down <= 1")
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def decide(self, obs: Observation, rate: float) -> Decision:
+        d = self.inner.decide(obs, rate)
+        if d.new_rate > rate * self.max_up:
+            return d.with_rate(rate * self.max_up, "clamp_step")
+        if d.new_rate < rate * self.max_down:
+            return d.with_rate(rate * self.max_down, "clamp_step")
+        return d
+
+
+@dataclass
+class NoDataHold:
+    """Too few samples in the window: HOLD (reason ``no_data``); the policy is not asked."""
+
+    inner: Policy
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def decide(self, obs: Observation, rate: float) -> Decision:
+        if obs.zone is Zone.NO_DATA:
+            return hold(obs, rate, "no_data", samples=float(obs.stats.overall.count))
+        return self.inner.decide(obs, rate)
+
+
+@dataclass
+class Settling:
+    """HOLD until a full window holds only samples sent at the rate in force."""
+
+    inner: Policy
+    settle_ms: int
+    backlog_max_ms: int = 10_000
+    drain_tolerance: float = 0.1
+    escalation: float = 2.0
+    _rate: float | None = field(default=None, init=False)
+    _prev_pressure: float = field(default=0.0, init=False)
+    _change_pressure: float = field(default=0.0, init=False)
+    _prev_now: int | None = field(default=None, init=False)
+    _changed_at: int | None = field(default=None, init=False)
+    _went_up: bool = field(default=False, init=False)
+
+    def __post_init__(self) -> None:
+        if self.settle_ms < 0 or self.backlog_max_ms < 0:
+            raise PolicyError(f"settle_ms must be >= 0, got {self.settle_ms}")
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def decide(self, obs: Observation, rate: float) -> Decision:
+        if self._rate is None:
+            self._rate = rate  # the start rate: in force from the first sample on
+        elif not math.isclose(rate, self._rate, rel_tol=1e-9):
+            # The change was pushed right after the previous tick's decision.
+            self._changed_at = self._prev_now if self._prev_now is not None else obs.now_ms
+            self._went_up = rate > self._rate
+            self._rate = rate
+            self._change_pressure = self._prev_pressure
+        self._prev_now = obs.now_ms
+        self._prev_pressure = obs.pressure or 0.0
+        if self._changed_at is None:
+            return self.inner.decide(obs, rate)
+        since = obs.now_ms - self._changed_at
+        # A sample in the window (now - W, now] started after now - W - max elapsed; wait
+        # until that is after the change took effect (bounded by backlog_max_ms).
+        backlog = min(float(self.backlog_max_ms), obs.stats.overall.max_ms or 0.0)
+        wait = self.settle_ms + backlog
+        if since < wait:
+            if obs.zone is Zone.BREACH and self._went_up:
+                return self.inner.decide(obs, rate).with_detail(settling="breach_after_increase")
+            worse = self.escalation * self._change_pressure
+            if obs.zone is Zone.BREACH and (obs.pressure or 0.0) >= worse > 0:
+                return self.inner.decide(obs, rate).with_detail(settling="breach_escalating")
+            return hold(obs, rate, "settling", settle_left_ms=float(wait - since))
+        draining = obs.achieved_rps > (1.0 + self.drain_tolerance) * obs.commanded_rps
+        if (
+            draining
+            and not self._went_up
+            and obs.zone is Zone.BREACH
+            and since < self.settle_ms + self.backlog_max_ms
+        ):
+            # More completions than arrivals: a queue built at the old rate still drains.
+            return hold(obs, rate, "settling", draining_rps=obs.achieved_rps - obs.commanded_rps)
+        return self.inner.decide(obs, rate)
+
+
+@dataclass
+class StaleHold:
+    """No new sample for ``stale_ms``: HOLD (``stale``); for ``floor_after_ms`` more: go to
+    ``floor_rate`` (``stale``, a DECREASE) and stay there while stale."""
+
+    inner: Policy
+    stale_ms: int
+    floor_after_ms: int
+    floor_rate: float
+    _first_now: int | None = field(default=None, init=False)
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def decide(self, obs: Observation, rate: float) -> Decision:
+        if self._first_now is None:
+            self._first_now = obs.now_ms
+        staleness = obs.staleness_ms
+        if staleness is None:
+            staleness = obs.now_ms - self._first_now  # nothing seen since the start
+        if staleness <= self.stale_ms:
+            return self.inner.decide(obs, rate)
+        if staleness <= self.stale_ms + self.floor_after_ms or rate <= self.floor_rate:
+            return hold(obs, rate, "stale", staleness_ms=float(staleness))
+        d = hold(obs, rate, "stale", staleness_ms=float(staleness))
+        return d.with_rate(self.floor_rate, "stale")
+
+
+@dataclass
+class GeneratorLimited:
+    """Do not raise a rate the generator is not delivering (reason ``generator_limited``)."""
+
+    inner: Policy
+    ratio: float = 0.8
+    headroom: float = 1.2
+    _first_ms: int | None = field(default=None, init=False)
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def decide(self, obs: Observation, rate: float) -> Decision:
+        d = self.inner.decide(obs, rate)
+        if self._first_ms is None:
+            self._first_ms = obs.now_ms
+        if d.action is not Action.INCREASE or obs.now_ms - self._first_ms < obs.stats.window_ms:
+            return d  # (the first window is partial: its rate says nothing)
+        # Poisson slack: a window expecting n samples scatters by sqrt(n).
+        expected = rate * obs.stats.window_ms / 1000.0
+        slack = 3.0 / math.sqrt(expected) if expected > 0 else 1.0
+        if obs.achieved_rps >= (self.ratio - slack) * rate:
+            return d
+        mean_ms = obs.stats.overall.mean_ms or 0.0
+        threads = max(1, math.ceil(self.headroom * rate * mean_ms / 1000.0))
+        return d.with_rate(
+            rate,
+            "generator_limited",
+            achieved_rps=obs.achieved_rps,
+            threads_needed=float(threads),
+        )
+
+
+@dataclass
+class AutoStop:
+    """STOP after BREACH has lasted ``windows`` full windows (like the AutoStop plugin)."""
+
+    inner: Policy
+    windows: int
+    window_ms: int
+    _since: int | None = field(default=None, init=False)
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def decide(self, obs: Observation, rate: float) -> Decision:
+        d = self.inner.decide(obs, rate)
+        if obs.zone is not Zone.BREACH:
+            self._since = None
+            return d
+        if self._since is None:
+            self._since = obs.now_ms
+        lasted = obs.now_ms - self._since
+        if lasted >= self.windows * self.window_ms:
+            return Decision(
+                Action.STOP, rate, rate, obs.zone, "auto_stop", obs,
+                {"breach_ms": float(lasted), "inner_reason": d.reason},
+            )  # fmt: skip
+        return d
+
+
+@dataclass
+class Exposure:
+    """Copy offered vs achieved into every decision; flag a DECREASE that hides queueing."""
+
+    inner: Policy
+    shortfall_flag: float = 0.1
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def decide(self, obs: Observation, rate: float) -> Decision:
+        d = self.inner.decide(obs, rate)
+        extra: dict[str, float | str] = {
+            "offered_rps": obs.offered_rps,
+            "achieved_rps": obs.achieved_rps,
+            "shortfall": round(obs.shortfall, 6),
+        }
+        if d.action is Action.DECREASE and obs.shortfall > self.shortfall_flag:
+            extra["hidden_queueing"] = "true"
+        return d.with_detail(**extra)

@@ -1,0 +1,198 @@
+"""The policies' update rules, one behaviour per test, on hand-made observations."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from loadguard.errors import PolicyError
+from loadguard.observation import Action, Observation, Zone
+from loadguard.policies import build_policy, parse_params
+from loadguard.policies.aimd import AimdPolicy
+from loadguard.policies.gradient import GradientPolicy
+from loadguard.policies.search import SearchPolicy
+from loadguard.policies.threezone import ThreeZonePolicy
+from loadguard.slo import SloSpec
+from loadguard.stats import LabelStats, WindowStats
+
+SLO_MS = 250.0
+
+
+def obs(
+    zone: Zone,
+    pressure: float | None = None,
+    now_ms: int = 100_000,
+    rate: float = 100.0,
+    count: int = 1000,
+) -> Observation:
+    if pressure is None:
+        pressure = {Zone.SAFE: 0.5, Zone.NEAR: 0.9, Zone.BREACH: 1.2, Zone.NO_DATA: None}[zone]
+    p95 = None if pressure is None else pressure * SLO_MS
+    overall = LabelStats(count, rate, rate, 0.0, 50.0, 40.0, p95, p95, p95, p95)
+    stats = WindowStats(now_ms, 10_000, overall, {}, 0, now_ms - 5)
+    return Observation(now_ms, stats, zone, (), (), 5, rate, pressure)
+
+
+@pytest.mark.parametrize(
+    ("zone", "action", "new_rate", "reason"),
+    [
+        (Zone.SAFE, Action.INCREASE, 110.0, "safe"),
+        (Zone.NEAR, Action.HOLD, 100.0, "near"),
+        (Zone.BREACH, Action.DECREASE, 80.0, "breach"),
+        (Zone.NO_DATA, Action.HOLD, 100.0, "no_data"),
+    ],
+)
+def test_threezone_defaults_are_the_papers_rule(
+    zone: Zone, action: Action, new_rate: float, reason: str
+) -> None:
+    d = ThreeZonePolicy().decide(obs(zone), 100.0)
+    assert (d.action, d.new_rate, d.reason, d.zone) == (
+        action,
+        pytest.approx(new_rate),
+        reason,
+        zone,
+    )
+
+
+def test_threezone_multiplicative_step() -> None:
+    d = ThreeZonePolicy(step=0.25, step_mode="mul").decide(obs(Zone.SAFE), 100.0)
+    assert d.new_rate == pytest.approx(125.0)
+
+
+@pytest.mark.parametrize(
+    ("zone", "hold_near", "new_rate"),
+    [
+        (Zone.SAFE, True, 105.0),
+        (Zone.NEAR, True, 100.0),
+        (Zone.NEAR, False, 105.0),
+        (Zone.BREACH, True, 70.0),
+    ],
+)
+def test_aimd_additive_increase_multiplicative_decrease(
+    zone: Zone, hold_near: bool, new_rate: float
+) -> None:
+    d = AimdPolicy(hold_near=hold_near).decide(obs(zone), 100.0)
+    assert d.new_rate == pytest.approx(new_rate)
+
+
+def test_gradient_ramps_geometrically_while_far_below_the_setpoint() -> None:
+    p = GradientPolicy(ramp_factor=2.0)
+    assert p.decide(obs(Zone.SAFE, 0.5), 10.0).new_rate == pytest.approx(20.0)
+    assert p.phase == "ramp"
+
+
+def test_gradient_ramp_ignores_a_noisy_small_window() -> None:
+    # 50 samples: a p95 above the setpoint is noise, not the knee.
+    p = GradientPolicy(setpoint=0.7, ramp_min_samples=400)
+    assert p.decide(obs(Zone.SAFE, 0.75, count=50), 5.0).action is Action.INCREASE
+
+
+def test_gradient_breach_in_ramp_bisects_toward_the_last_safe_rate() -> None:
+    p = GradientPolicy()
+    p.decide(obs(Zone.SAFE, 0.5), 80.0)
+    d = p.decide(obs(Zone.BREACH, 1.5), 160.0)
+    assert d.new_rate == pytest.approx(math.sqrt(80.0 * 160.0))
+    assert p.phase == "track"
+
+
+def test_gradient_tracks_down_when_above_the_setpoint() -> None:
+    p = GradientPolicy(setpoint=0.7, k_down=0.6, noise_down=0.0)
+    p.phase = "track"
+    d = p.decide(obs(Zone.NEAR, 0.84), 100.0)
+    assert d.action is Action.DECREASE
+    assert d.new_rate == pytest.approx(100.0 * math.exp(0.6 * math.log(0.7 / 0.84)))
+
+
+def test_gradient_holds_until_the_mean_error_is_clear_of_noise() -> None:
+    p = GradientPolicy(setpoint=0.7, noise_up=0.15)
+    p.phase = "track"
+    # error ln(0.7/0.66) = 0.059: one window is not enough evidence to rise.
+    assert p.decide(obs(Zone.SAFE, 0.66, now_ms=100_000), 100.0).action is Action.HOLD
+    actions = [
+        p.decide(obs(Zone.SAFE, 0.66, now_ms=100_000 + k * 1000), 100.0).action
+        for k in range(1, 80)
+    ]
+    assert Action.INCREASE in actions
+
+
+def test_gradient_breach_cut_grows_with_severity() -> None:
+    mild = GradientPolicy(k_breach=0.7)
+    mild.phase = "track"
+    severe = GradientPolicy(k_breach=0.7)
+    severe.phase = "track"
+    assert mild.decide(obs(Zone.BREACH, 1.05), 100.0).new_rate == pytest.approx(90.0)
+    assert severe.decide(obs(Zone.BREACH, 10.0), 100.0).new_rate == pytest.approx(50.0)
+
+
+def test_gradient_does_not_rise_past_a_rate_that_ran_hot() -> None:
+    p = GradientPolicy(noise_up=0.0, noise_down=0.0, hot_margin=0.03)
+    p.phase = "track"
+    p.decide(obs(Zone.NEAR, 0.85, now_ms=100_000), 130.0)  # too hot at 130
+    d = p.decide(obs(Zone.SAFE, 0.4, now_ms=120_000), 120.0)
+    assert d.new_rate == pytest.approx(130.0 * 0.97)
+
+
+def search_windows(p: SearchPolicy, zone: Zone, rate: float, start_ms: int, n: int) -> float:
+    """Feed ``n`` windows 10 s apart at ``rate``; return the last decision's rate."""
+    new = rate
+    for k in range(n):
+        new = p.decide(obs(zone, now_ms=start_ms + k * 10_000, rate=rate), rate).new_rate
+    return new
+
+
+def test_search_ramps_then_bisects_then_holds_at_the_highest_safe_rate() -> None:
+    p = SearchPolicy(windows=1, tolerance=0.05, ramp_factor=2.0)
+    t = 0
+    rate = 10.0
+    capacity = 57.0  # compliant at or below
+    for _ in range(40):
+        zone = Zone.SAFE if rate <= capacity else Zone.BREACH
+        t += 10_000
+        rate = p.decide(obs(zone, now_ms=t, rate=rate), rate).new_rate
+    assert p.phase == "hold"
+    assert p.max_compliant_rps is not None
+    assert capacity / 1.06 <= p.max_compliant_rps <= capacity
+    assert p.evidence_windows >= 1
+
+
+def test_search_needs_n_compliant_windows_before_moving() -> None:
+    p = SearchPolicy(windows=2)
+    assert p.decide(obs(Zone.SAFE, now_ms=10_000), 10.0).reason == "observing"
+    assert p.decide(obs(Zone.SAFE, now_ms=15_000), 10.0).reason == "observing"
+    assert p.decide(obs(Zone.SAFE, now_ms=20_000), 10.0).new_rate == pytest.approx(20.0)
+
+
+def test_search_backs_off_when_capacity_falls_while_holding() -> None:
+    p = SearchPolicy(windows=1)
+    p.phase, p.lo, p.hi = "hold", 100.0, 105.0
+    d = p.decide(obs(Zone.BREACH, now_ms=10_000), 100.0)
+    assert d.action is Action.DECREASE
+    assert p.lo is None
+
+
+def test_build_policy_converts_string_params() -> None:
+    spec = SloSpec.from_options(p95="250ms")
+    policy = build_policy("threezone", spec, **parse_params(["step=0.5", "step_mode=mul"]))
+    d = policy.decide(obs(Zone.SAFE), 100.0)
+    assert d.new_rate == pytest.approx(150.0)
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "message"),
+    [
+        ("pid", {}, "unknown policy 'pid'"),
+        ("threezone", {"steps": "1"}, "unknown parameter 'steps'"),
+        ("threezone", {"step": "x"}, "expected float"),
+        ("threezone", {"decrease_factor": "1.5"}, "decrease_factor"),
+        ("gradient", {"setpoint": "1.2"}, "setpoint"),
+    ],
+)
+def test_build_policy_rejects_bad_input(name: str, params: dict[str, str], message: str) -> None:
+    with pytest.raises(PolicyError, match=message):
+        build_policy(name, SloSpec.from_options(p95="250ms"), **params)
+
+
+def test_parse_params_needs_key_value() -> None:
+    with pytest.raises(PolicyError, match="KEY=VALUE"):
+        parse_params(["step"])
