@@ -56,6 +56,9 @@ def _register() -> None:
     from loadguard.cli import metrics_cmd
 
     cli.add_command(metrics_cmd.metrics)
+    from loadguard.cli import simulate_cmd
+
+    cli.add_command(simulate_cmd.simulate_cmd)
 
 
 _register()

@@ -1,0 +1,64 @@
+"""The simulated control loop: the sidecar's tick on a simulated clock.
+
+Every tick of ``tick_s``: the plant advances, the JTL rows it shows go into the **same**
+``Window`` the sidecar uses, ``SloSpec.evaluate`` judges the window, the guarded policy from
+``build_policy`` decides, and a changed rate is pushed to the plant (effective after the
+actuation lag). Nothing here is simulator-specific except the row source, the clock and
+the actuator.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from loadguard.observation import Action
+from loadguard.policies.base import Decision, Policy
+from loadguard.simulate.plant import Plant
+from loadguard.simulate.scenario import Scenario
+from loadguard.slo import SloSpec
+from loadguard.window import Window
+
+
+@dataclass(frozen=True, slots=True)
+class TickRecord:
+    """One tick: time, the rate in force before the decision, and the decision."""
+
+    t_s: float
+    rate: float
+    servers: int
+    decision: Decision
+
+
+@dataclass
+class SimRun:
+    scenario: Scenario
+    spec: SloSpec
+    policy_name: str
+    ticks: list[TickRecord] = field(default_factory=list)
+    plant: Plant | None = None
+    stopped_at_s: float | None = None
+
+
+def simulate(scenario: Scenario, spec: SloSpec, policy: Policy) -> SimRun:
+    """Drive ``policy`` against the scenario's plant for its whole duration (or a STOP)."""
+    plant = Plant(scenario)
+    window = Window(spec.window_ms, by_label=bool(spec.labels))
+    run = SimRun(scenario, spec, policy.name, plant=plant)
+    rate = scenario.start_rate
+    n_ticks = round(scenario.duration_s / scenario.tick_s)
+    t0 = 0.0
+    for k in range(1, n_ticks + 1):
+        t1 = k * scenario.tick_s
+        window.add(plant.advance(t0, t1))
+        now_ms = round(t1 * 1000.0)
+        obs = spec.evaluate(window.stats(now_ms), now_ms, rate)
+        decision = policy.decide(obs, rate)
+        run.ticks.append(TickRecord(t1, rate, plant.queue.servers, decision))
+        if decision.action is Action.STOP:
+            run.stopped_at_s = t1
+            break
+        if decision.new_rate != rate:
+            rate = decision.new_rate
+            plant.push(t1, rate)
+        t0 = t1
+    return run
