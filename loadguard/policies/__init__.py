@@ -21,6 +21,7 @@ stale_floor_after_ms   ... and this much longer: floor rate     2 x window
 auto_stop              STOP after BREACH for N windows          None (off)
 generator_ratio        achieved < ratio x commanded: no raise   0.8
 thread_headroom        Little's-law headroom for threads_needed 1.2
+early_near             judge NEAR right after an increase       the policy's choice
 =====================  =======================================  ==========================
 
 Every other keyword is a parameter of the policy itself (see each module's docstring).
@@ -74,6 +75,7 @@ GUARD_DEFAULTS: dict[str, float | None] = {
     "auto_stop": None,
     "generator_ratio": 0.8,
     "thread_headroom": 1.2,
+    "early_near": None,
 }
 
 
@@ -141,6 +143,8 @@ def build_policy(name: str, spec: SloSpec, **params: Any) -> Policy:
     converted = {k: _convert(name, k, v, fields[k].type) for k, v in own.items()}
     policy: Policy = factory(**converted)
 
+    if knobs["early_near"] is None:
+        knobs["early_near"] = getattr(policy, "judges_near_early", False)
     window = spec.window_ms
     settle = knobs["settle_ms"]
     if settle is None:
@@ -151,7 +155,7 @@ def build_policy(name: str, spec: SloSpec, **params: Any) -> Policy:
     )
     policy = StepLimit(policy, knobs["max_step_up"], knobs["max_step_down"])
     policy = GeneratorLimited(policy, knobs["generator_ratio"], knobs["thread_headroom"])
-    policy = Settling(policy, round(settle))
+    policy = Settling(policy, round(settle), early_near=bool(knobs["early_near"]))
     policy = NoDataHold(policy)
     policy = StaleHold(policy, round(stale), round(floor_after), spec.min_rate)
     if knobs["auto_stop"]:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from loadguard.errors import PolicyError
 from loadguard.observation import Observation, Zone
@@ -43,6 +44,10 @@ from loadguard.policies.base import Decision, decide, hold
 
 @dataclass
 class GradientPolicy:
+    #: Settling passes a NEAR window after an increase (it can only understate the new
+    #: rate's pressure), so an overshoot is caught before it breaches.
+    judges_near_early: ClassVar[bool] = True
+
     setpoint: float = 0.7
     ramp_factor: float = 2.0
     ramp_min_samples: int = 400
@@ -95,15 +100,16 @@ class GradientPolicy:
         error = math.log(self.setpoint / pressure) if pressure > 0 else math.log(self.ramp_factor)
         breach = obs.zone is Zone.BREACH
         reason = obs.zone.lower()
+        enough = obs.stats.overall.count >= self.ramp_min_samples
         if self.phase == "ramp":
-            if breach:
+            if breach or (obs.zone is Zone.NEAR and enough):
                 self.phase = "track"
                 self.last_error = error
                 target = math.sqrt(self.last_safe * rate) if self.last_safe else rate
                 new = min(rate * self.breach_min_cut, max(target, rate * self.max_down))
                 self._hot, self._hot_ms = rate, obs.now_ms
                 return decide(obs, rate, new, reason, phase="ramp", pressure=pressure)
-            if pressure < self.setpoint or obs.stats.overall.count < self.ramp_min_samples:
+            if pressure < self.setpoint or not enough:
                 self.last_safe = rate
                 return decide(
                     obs, rate, rate * self.ramp_factor, reason, phase="ramp", pressure=pressure

@@ -127,6 +127,7 @@ class Settling:
     backlog_max_ms: int = 10_000
     drain_tolerance: float = 0.1
     escalation: float = 2.0
+    early_near: bool = False
     _rate: float | None = field(default=None, init=False)
     _prev_pressure: float = field(default=0.0, init=False)
     _change_pressure: float = field(default=0.0, init=False)
@@ -161,11 +162,20 @@ class Settling:
         backlog = min(float(self.backlog_max_ms), obs.stats.overall.max_ms or 0.0)
         wait = self.settle_ms + backlog
         if since < wait:
+            early = ""
             if obs.zone is Zone.BREACH and self._went_up:
-                return self.inner.decide(obs, rate).with_detail(settling="breach_after_increase")
-            worse = self.escalation * self._change_pressure
-            if obs.zone is Zone.BREACH and (obs.pressure or 0.0) >= worse > 0:
-                return self.inner.decide(obs, rate).with_detail(settling="breach_escalating")
+                early = "breach_after_increase"
+            elif obs.zone is Zone.NEAR and self._went_up and self.early_near:
+                early = "near_after_increase"
+            elif (
+                obs.zone is Zone.BREACH
+                and (obs.pressure or 0.0) >= (self.escalation * self._change_pressure) > 0
+            ):
+                early = "breach_escalating"
+            if early:
+                d = self.inner.decide(obs, rate)
+                if d.action is not Action.INCREASE:  # early judging may only lower the rate
+                    return d.with_detail(settling=early)
             return hold(obs, rate, "settling", settle_left_ms=float(wait - since))
         draining = obs.achieved_rps > (1.0 + self.drain_tolerance) * obs.commanded_rps
         if (

@@ -102,6 +102,20 @@ def test_breach_after_increase_is_judged_while_settling() -> None:
     assert d.detail["settling"] == "breach_after_increase"
 
 
+def test_near_after_increase_is_judged_only_when_asked() -> None:
+    for early, reason in ((True, "inner"), (False, "settling")):
+        guard = Settling(Wants(0.8), settle_ms=12_000, early_near=early)
+        guard.decide(obs(now_ms=10_000), 100.0)
+        assert guard.decide(obs(Zone.NEAR, now_ms=12_000), 150.0).reason == reason
+
+
+def test_early_judging_never_raises_the_rate() -> None:
+    guard = Settling(Wants(2.0), settle_ms=12_000, early_near=True)
+    guard.decide(obs(now_ms=10_000), 100.0)
+    d = guard.decide(obs(Zone.NEAR, now_ms=12_000), 150.0)
+    assert (d.action, d.reason) == (Action.HOLD, "settling")
+
+
 def test_breach_after_decrease_waits_for_the_old_samples_to_leave() -> None:
     guard = Settling(Wants(0.5), settle_ms=12_000)
     guard.decide(obs(Zone.BREACH, now_ms=10_000, pressure=1.5), 100.0)
