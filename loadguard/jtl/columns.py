@@ -218,4 +218,4 @@ def header_columns(fields: Sequence[str]) -> tuple[str, ...] | None:
     if not fields or fields[0] not in KNOWN_COLUMNS:
         return None
     known = sum(1 for f in fields if f in KNOWN_COLUMNS)
-    return tuple(fields) if known >= min(2, len(fields)) else None
+    return tuple(fields) if known >= 2 else None

@@ -46,6 +46,7 @@ INTEGER_COLUMNS = frozenset(
 )  # fmt: skip
 
 _TX_BYTES = TRANSACTION_PREFIX.encode()
+_MAX_SCANNED_SPANS = 4096
 
 
 class IncompleteChunk(Exception):
@@ -74,7 +75,10 @@ def iter_records(text: str) -> Iterator[str]:
     """Records of a decoded chunk (quote-aware), without their line terminators."""
     pending: list[str] = []
     odd = False
-    for line in text.split("\n"):
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the terminator of the last record
+    for line in lines:
         pending.append(line)
         if line.count('"') % 2 == 1:
             odd = not odd
@@ -116,6 +120,8 @@ class CsvChunkParser:
         self._message = layout.index("responseMessage")
         self._all = layout.index("allThreads")
         self._last = self._n - 1
+        self._delim_bytes = layout.delimiter.encode()
+        self._delim: int = self._delim_bytes[0] if len(self._delim_bytes) == 1 else -1
         self._last_is_int = cols[self._last] in INTEGER_COLUMNS or (
             cols[self._last] == "timeStamp" and layout.timestamp_format == "ms"
         )
@@ -178,6 +184,8 @@ class CsvChunkParser:
         n = len(df)
         if n == 0:
             return RawRows.empty()
+        if not self._field_count_ok(chunk, n):
+            return None
         if not self._last_is_int and bool(df[self._last].isna().any()):
             return None  # too few fields (or an empty last field): let the exact path judge
         # Every integer column read must be all integers: a row with too few fields leaves
@@ -234,6 +242,38 @@ class CsvChunkParser:
             all_threads,
             transaction,
         )
+
+    def _field_count_ok(self, chunk: bytes, records: int) -> bool:
+        """Every record has exactly ``n - 1`` delimiters outside quotes (checked as a total:
+        pandas ignores fields past the last column it reads, and a record short of fields
+        leaves the last, integer, column empty, so the two cannot cancel out)."""
+        delim = self._delim
+        arr = np.frombuffer(chunk, np.uint8)
+        if delim >= 0:
+            total = int(np.count_nonzero(arr == delim))
+        else:  # a delimiter outside ASCII: several bytes in UTF-8
+            total = chunk.count(self._delim_bytes)
+        expected = records * (self._n - 1)
+        first = chunk.find(b'"')
+        if first < 0:
+            return total == expected
+        inside = 0
+        spans = 0
+        p = first
+        while p >= 0:
+            q = chunk.find(b'"', p + 1)
+            if q < 0:
+                return False
+            inside += chunk.count(self._delim_bytes, p + 1, q)
+            spans += 1
+            if spans > _MAX_SCANNED_SPANS and delim >= 0:
+                # Quotes everywhere: one vectorised pass instead of a loop per field.
+                quotes = np.flatnonzero(arr == QUOTE)
+                delims = np.flatnonzero(arr == delim)
+                inside = int(np.count_nonzero(np.searchsorted(quotes, delims) & 1))
+                break
+            p = chunk.find(b'"', q + 1)
+        return total - inside == expected
 
     # -- exact path ------------------------------------------------------------------
     def _record(self, text: str) -> tuple[tuple[int, int, bool, str, str, int, bool] | None, str]:

@@ -155,34 +155,52 @@ class CsvStreamDecoder:
             more = end < len(buf)
             cut = buf.rfind(b"\n", pos, end) + 1
             if cut == 0:
-                if final and not more:
+                # No newline within the chunk: one long line (or a record still arriving).
+                nl = buf.find(b"\n", end)
+                if nl >= 0 and nl + 1 - pos <= self.max_record_bytes:
+                    cut = end = nl + 1
+                    more = end < len(buf)
+                elif nl < 0 and final and len(buf) - pos <= self.max_record_bytes:
                     out.append(self._parse(buf[pos:], exact=True))
                     pos = len(buf)
                     break
-                if len(buf) - pos > self.max_record_bytes:
+                elif len(buf) - pos > self.max_record_bytes:
                     self.bad.add(
                         self.records + 1,
                         f"record longer than {self.max_record_bytes} bytes",
                         buf[pos : pos + 200].decode("utf-8", errors="replace"),
                     )
                     self.records += 1
-                    pos = len(buf)
-                    self._skipping = True
+                    if nl >= 0:
+                        pos = nl + 1
+                    else:
+                        pos = len(buf)
+                        self._skipping = not final
                     continue
-                break  # wait for the rest of the line
+                else:
+                    break  # wait for the rest of the line
             try:
                 out.append(self._parse(buf[pos:cut]))
             except IncompleteChunk:
+                # The chunk's last newline is inside quotes: cut at the last true boundary.
                 piece = buf[pos:end]
                 rel = record_boundary(piece)
+                if rel == 0 and more:
+                    piece = buf[pos : pos + max(self.max_record_bytes, end - pos)]
+                    more = pos + len(piece) < len(buf)
+                    rel = record_boundary(piece)
                 if rel == 0:
-                    if (final and not more) or len(piece) > self.max_record_bytes:
+                    if final and not more:
+                        out.append(self._parse(piece, exact=True))
+                        pos += len(piece)
+                        continue
+                    if len(buf) - pos > self.max_record_bytes:
                         # A stray quote (or a monster record): judge the lines one by one.
-                        rel = len(piece) if final and not more else piece.rfind(b"\n") + 1
+                        rel = piece.rfind(b"\n") + 1 or len(piece)
                         out.append(self._parse(piece[:rel], exact=True))
                         pos += rel
                         continue
-                    break
+                    break  # a quoted field still being written
                 out.append(self._parse(piece[:rel]))
                 cut = pos + rel
             pos = cut

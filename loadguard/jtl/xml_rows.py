@@ -29,7 +29,7 @@ from loadguard.jtl.timestamps import parse_timestamps
 
 _SAMPLE_TAGS = frozenset(["httpSample", "sample"])
 _TOP_START = re.compile(rb"(?m)^<(?:httpSample|sample)[\s/>]")
-_TOP_END_TAG = re.compile(rb"(?m)^(?:</httpSample>|</sample>)\s*$")
+_TOP_END_TAG = re.compile(rb"(?m)^(?:</httpSample>|</sample>)[ \t\r]*$")
 _DOC_END = re.compile(rb"(?m)^</testResults>")
 _PROLOG = re.compile(rb"^\s*(?:<\?xml[^>]*\?>\s*)?(?:<\?[^>]*\?>\s*)*(?:<testResults[^>]*>)?\s*$")
 
@@ -67,50 +67,53 @@ class XmlStreamDecoder:
         self.bad.add(self.records, reason, text[:200].decode("utf-8", errors="replace"))
 
     def _blocks(self, final: bool) -> list[bytes]:
-        """Cut complete top-level elements off the buffer."""
+        """Cut complete top-level elements off the buffer; what lies between elements and
+        is not the prolog counts as one bad row per stretch."""
         blocks: list[bytes] = []
         buf = self._buf
         pos = 0
         while True:
             m = _TOP_START.search(buf, pos)
-            end_doc = _DOC_END.search(buf, pos)
-            stop = m.start() if m else (end_doc.start() if end_doc else len(buf))
-            if end_doc and end_doc.start() < stop:
-                stop = end_doc.start()
-            gap = buf[pos:stop]
-            if gap.strip() and not (pos == 0 and _PROLOG.match(gap)):
-                if m is None and end_doc is None and not final:
-                    break  # may be the start of an element still being written
+            doc_end = _DOC_END.search(buf, pos)
+            found = [x.start() for x in (m, doc_end) if x is not None]
+            limit = min(found) if found else len(buf)
+            gap = buf[pos:limit]
+            if gap.strip() and not _PROLOG.match(gap):
+                if not found and not final:
+                    break  # may be the start of an element still arriving
                 self._bad("not a sample element", gap.strip())
-            if end_doc is not None and end_doc.start() == stop:
+            if doc_end is not None and doc_end.start() == limit:
                 pos = len(buf)  # the end of the document: nothing after it matters
                 break
             if m is None:
-                pos = stop if not final else len(buf)
+                pos = limit
                 break
-            nxt = _TOP_START.search(buf, m.end())
-            doc_end = _DOC_END.search(buf, m.end())
-            ends = [x.start() for x in (nxt, doc_end) if x is not None]
-            if ends:
-                block_end = min(ends)
+            start = m.start()
+            following = (_TOP_START.search(buf, m.end()), _DOC_END.search(buf, m.end()))
+            nxt = [x.start() for x in following if x is not None]
+            bound = min(nxt) if nxt else None
+            nl = buf.find(b"\n", start)
+            if nl >= 0 and buf[start:nl].rstrip().endswith(b"/>"):
+                end = nl + 1
             else:
-                tail = buf[m.start() :]
-                body = tail.rstrip()
-                first_line = body.split(b"\n", 1)[0]
-                complete = (
-                    (b"\n" not in body and first_line.endswith(b"/>"))
-                    or _TOP_END_TAG.search(body.rsplit(b"\n", 1)[-1]) is not None
-                ) and tail.endswith(b"\n")
-                if not complete and not final:
-                    if len(tail) > self.max_record_bytes:
-                        self._bad(f"element longer than {self.max_record_bytes} bytes", tail)
+                close = _TOP_END_TAG.search(buf, m.end(), bound if bound is not None else len(buf))
+                if close is not None:
+                    end = close.end()
+                    if buf[end : end + 1] == b"\n":
+                        end += 1
+                elif bound is not None:
+                    end = bound  # never closed: parsing it will count it as bad
+                elif final:
+                    end = len(buf)
+                else:
+                    if len(buf) - start > self.max_record_bytes:
+                        self._bad(f"element longer than {self.max_record_bytes} bytes", buf[start:])
                         pos = len(buf)
                     else:
-                        pos = m.start()
+                        pos = start
                     break
-                block_end = len(buf)
-            blocks.append(buf[m.start() : block_end])
-            pos = block_end
+            blocks.append(buf[start:end])
+            pos = end
         self._buf = buf[pos:]
         return blocks
 
