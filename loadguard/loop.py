@@ -257,7 +257,9 @@ class ControlLoop:
         ):
             self.request_stop(gone)
 
-    def run(self, initial_rate: float) -> LoopOutcome:
+    def run(self, initial_rate: float, on_end: Callable[[], None] | None = None) -> LoopOutcome:
+        """Tick until a stop condition; ``on_end`` runs before the final drain (``run``
+        stops JMeter there, so samples still in flight are counted in the summary)."""
         self.start(initial_rate)
         ticks = 0
         next_tick = self.clock.now_ms() + self.settings.tick_ms
@@ -273,6 +275,11 @@ class ControlLoop:
                 next_tick = now + self.settings.tick_ms
             self._check_end(now)
         reason = self.stop_reason or "stopped"
+        if on_end is not None:
+            try:
+                on_end()
+            except Exception:  # stopping the generator must not lose the summary
+                log.exception("stopping the load generator failed")
         # Drain what JMeter wrote last, so the summary counts every sample.
         self.run_acc.add(self.source.poll())
         summary = self.summary.build(self.run_acc, reason)

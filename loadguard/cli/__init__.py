@@ -53,6 +53,13 @@ def _register() -> None:
 
     cli.add_command(report_cmd.report)
     cli.add_command(report_cmd.compare)
+    from loadguard.cli import sidecar_cmd
+
+    cli.add_command(sidecar_cmd.attach_cmd)
+    cli.add_command(sidecar_cmd.run_cmd)
+    from loadguard.cli import demo_cmd
+
+    cli.add_command(demo_cmd.demo)
     from loadguard.cli import metrics_cmd
 
     cli.add_command(metrics_cmd.metrics)

@@ -1,0 +1,288 @@
+"""Wiring the sidecar: ``attach`` (beside a running JMeter) and ``run`` (start it too).
+
+This module only composes adapters around ``loadguard.loop.ControlLoop``; the CLI parses
+options into a ``SidecarConfig`` and calls ``attach`` or ``run_plan``.
+
+Everything that can fail before the run is checked before JMeter starts or the first
+push is sent: the decision log, summary and JUnit paths must be writable, the SLO and
+policy must parse, the plan must load. Every way of ending (JMeter finished, Ctrl-C,
+SIGTERM, auto-stop, engine lost, duration) flushes the log and writes the summary.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import shutil
+import signal
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import FrameType
+
+from loadguard.actuator.elastic_timer import (
+    ELASTIC_TIMER_LAG_MS,
+    RATE_PROPERTY,
+    rps_to_tpm,
+)
+from loadguard.actuator.engines import Actuator, DryRunActuator, Engine, EngineSet
+from loadguard.console import ConsoleReporter
+from loadguard.decisions import DecisionLogWriter, check_writable
+from loadguard.errors import DecisionLogError, EngineError
+from loadguard.jmeter.home import JMeterHome
+from loadguard.jmeter.launch import JMeterProcess, LaunchSpec, free_tcp_pair, free_udp_port
+from loadguard.jtl.follow import JtlFollower
+from loadguard.junit import write_junit
+from loadguard.loop import ControlLoop, LoopOutcome, LoopSettings, SampleSource
+from loadguard.policies import build_policy
+from loadguard.slo import SloSpec
+from loadguard.summary import SummaryBuilder, write_json_atomic
+from loadguard.window import Window
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Paths:
+    jtl: Path
+    decisions: Path
+    summary: Path
+    junit: Path | None = None
+    jmeter_log: Path | None = None
+    jmeter_stdout: Path | None = None
+
+    @classmethod
+    def in_dir(cls, out: Path, **overrides: Path | None) -> Paths:
+        base = cls(
+            jtl=out / "results.jtl",
+            decisions=out / "decisions.csv",
+            summary=out / "summary.json",
+            junit=None,
+            jmeter_log=out / "jmeter.log",
+            jmeter_stdout=out / "jmeter.out",
+        )
+        return replace(base, **{k: v for k, v in overrides.items() if v is not None})
+
+
+@dataclass(frozen=True)
+class SidecarConfig:
+    paths: Paths
+    spec: SloSpec
+    policy: str = "gradient"
+    policy_params: Mapping[str, str] = field(default_factory=dict)
+    engines: tuple[Engine, ...] = ()
+    dry_run: bool = False
+    tick_ms: int = 2000
+    initial_rate: float = 5.0
+    idle_exit_ms: int = 10_000
+    duration_ms: int | None = None
+    min_capacity: float | None = None
+    auto_stop: int | None = None
+    lag_ms: int = ELASTIC_TIMER_LAG_MS
+    push_timeout_s: float = 2.0
+    quiet: bool = False
+    verbose: bool = False
+    follower_options: Mapping[str, object] = field(default_factory=dict)
+
+
+def preflight(paths: Paths) -> None:
+    """Fail before anything starts if an output cannot be written."""
+    check_writable(paths.decisions)
+    for p in (paths.summary, paths.junit):
+        if p is not None:
+            check_writable(p)
+
+
+@contextlib.contextmanager
+def _stop_on_signals(loop: ControlLoop) -> Iterator[None]:
+    """SIGINT/SIGTERM end the loop cleanly (only possible from the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        loop.request_stop("signal")
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _actuator(cfg: SidecarConfig) -> Actuator:
+    if cfg.dry_run:
+        return DryRunActuator()
+    if not cfg.engines:
+        raise EngineError("no engine to push to: give --engine HOST:PORT or --dry-run")
+    return EngineSet(cfg.engines, timeout_s=cfg.push_timeout_s)
+
+
+def drive(
+    cfg: SidecarConfig,
+    source: SampleSource,
+    probe: object | None = None,
+    on_end: Callable[[], None] | None = None,
+) -> LoopOutcome:
+    """Run the loop to its end and write the summary (and JUnit) whatever the ending."""
+    preflight(cfg.paths)
+    policy = build_policy(
+        cfg.policy,
+        cfg.spec,
+        lag_ms=cfg.lag_ms,
+        auto_stop=cfg.auto_stop,
+        **cfg.policy_params,
+    )
+    actuator = _actuator(cfg)
+    summary = SummaryBuilder(cfg.spec.window_ms, cfg.spec.log_thresholds(), cfg.min_capacity)
+    settings = LoopSettings(
+        tick_ms=cfg.tick_ms,
+        idle_exit_ms=cfg.idle_exit_ms,
+        max_duration_ms=cfg.duration_ms,
+        min_capacity=cfg.min_capacity,
+    )
+    outcome: LoopOutcome | None = None
+    failure: DecisionLogError | None = None
+    with (
+        DecisionLogWriter(cfg.paths.decisions) as writer,
+        ConsoleReporter(quiet=cfg.quiet, verbose=cfg.verbose) as console,
+    ):
+        loop = ControlLoop(
+            source=source,
+            window=Window(cfg.spec.window_ms),
+            evaluator=cfg.spec,
+            policy=policy,
+            actuator=actuator,
+            writer=writer,
+            summary=summary,
+            settings=settings,
+            probe=probe,  # type: ignore[arg-type]
+            on_tick=console.update,
+        )
+        with _stop_on_signals(loop):
+            try:
+                outcome = loop.run(cfg.initial_rate, on_end)
+            except DecisionLogError as exc:
+                failure = exc
+                reason = "decision_log_failed"
+                outcome = LoopOutcome(summary.build(loop.run_acc, reason), reason, 3)
+        if isinstance(actuator, EngineSet):
+            actuator.close()
+    write_json_atomic(cfg.paths.summary, outcome.summary.to_json())
+    if cfg.paths.junit is not None:
+        write_junit(cfg.paths.junit, outcome.summary)
+    if failure is not None:
+        raise failure
+    return outcome
+
+
+def attach(cfg: SidecarConfig) -> LoopOutcome:
+    """Run beside a JMeter that is already running (or about to start)."""
+    preflight(cfg.paths)
+    follower = JtlFollower(cfg.paths.jtl, **cfg.follower_options)  # type: ignore[arg-type]
+    probe = EngineGoneProbe(cfg.engines, follower) if not cfg.dry_run else None
+    return drive(cfg, follower, probe)
+
+
+class EngineGoneProbe:
+    """For ``attach``: JMeter counts as gone when its BeanShell port refuses connections.
+
+    The loop ends once the JTL has also been idle for ``idle_exit_ms``.
+    """
+
+    def __init__(self, engines: Sequence[Engine], follower: object) -> None:
+        self.engines = engines
+
+    def check(self) -> str | None:
+        import socket
+
+        for e in self.engines:
+            try:
+                with socket.create_connection((e.host, e.port), timeout=0.5):
+                    return None
+            except OSError:
+                continue
+        return "jmeter_gone"
+
+
+class ProcessProbe:
+    """For ``run``: JMeter is our child process; its exit status says how it ended."""
+
+    def __init__(self, proc: JMeterProcess) -> None:
+        self.proc = proc
+
+    def check(self) -> str | None:
+        code = self.proc.poll()
+        if code is None:
+            return None
+        if code == 0:
+            return "jmeter_exited"
+        return "engine_lost" if code < 0 or code >= 128 else "jmeter_failed"
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    plan: Path
+    jmeter: JMeterHome
+    out_dir: Path
+    properties: Mapping[str, str] = field(default_factory=dict)
+    extra_args: Sequence[str] = ()
+    inject: bool = True
+    thread_groups: Sequence[str] = ()
+
+
+def prepare_plan(run: RunPlan, cfg: SidecarConfig) -> Path:
+    """The plan JMeter will run: the user's, or a copy with the Elastic Timer injected."""
+    target = run.out_dir / f"{run.plan.stem}.loadguard.jmx"
+    if not run.inject:
+        shutil.copyfile(run.plan, target)
+        return target
+    from loadguard.jmx import has_elastic_timer, inject_elastic_timer
+
+    data = run.plan.read_bytes()
+    if has_elastic_timer(data):
+        shutil.copyfile(run.plan, target)
+        return target
+    result = inject_elastic_timer(
+        data,
+        thread_groups=tuple(run.thread_groups),
+        initial_rate_rps=cfg.initial_rate,
+        max_rate_rps=cfg.spec.max_rate,
+        latency_ms=cfg.spec.threshold("p95_ms"),
+    )
+    for warning in result.warnings:
+        log.warning("%s", warning)
+    target.write_bytes(result.xml)
+    return target
+
+
+def run_plan(run: RunPlan, cfg: SidecarConfig) -> tuple[LoopOutcome, int]:
+    """Start JMeter on ``run.plan`` and drive it; returns the outcome and JMeter's exit code."""
+    run.out_dir.mkdir(parents=True, exist_ok=True)
+    preflight(cfg.paths)
+    plan_path = prepare_plan(run, cfg)
+    bsh = free_tcp_pair()
+    udp = free_udp_port()
+    props = {RATE_PROPERTY: f"{rps_to_tpm(cfg.initial_rate):.6g}", **run.properties}
+    paths = cfg.paths
+    spec = LaunchSpec(
+        plan=plan_path,
+        jtl=paths.jtl,
+        log=paths.jmeter_log or run.out_dir / "jmeter.log",
+        stdout=paths.jmeter_stdout or run.out_dir / "jmeter.out",
+        bsh_port=bsh,
+        udp_port=udp,
+        properties=props,
+        extra_args=tuple(run.extra_args),
+    )
+    cfg = replace(cfg, engines=(Engine("127.0.0.1", bsh + 1),))
+    follower = JtlFollower(paths.jtl, **cfg.follower_options)  # type: ignore[arg-type]
+    proc = JMeterProcess(run.jmeter, spec)
+    codes: list[int] = []
+    try:
+        outcome = drive(cfg, follower, ProcessProbe(proc), on_end=lambda: codes.append(proc.stop()))
+    finally:
+        codes.append(proc.stop())  # idempotent; covers an early failure
+    return outcome, codes[0]
