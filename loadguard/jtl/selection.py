@@ -7,6 +7,8 @@ By default a row counts when it is a sampler's own result. Two kinds of row are 
   (plain controller) or after them (``generate parent sample``). With ``transactions``
   they count as labels of their own, and ``transaction_labels`` lists them so that the
   window can keep them out of the overall figures (their children are already there).
+  A label once seen on such a row marks later rows too: a "generate parent sample"
+  controller cut short when the test stops writes a row with an empty message.
 * sub-results: since JMeter 5.0 a sample's sub-results (redirects, embedded resources)
   get rows of their own, labelled ``<parent>-<n>``, written right after their parent by
   the same thread. A row is a sub-result when its label is ``X-<digits>`` and ``X`` is the
@@ -149,13 +151,20 @@ class RowSelector:
         tx = rows.transaction
         keep = ~sub
         n_sub = int(np.count_nonzero(sub))
-        n_tx = int(np.count_nonzero(tx & keep))
-        if n_tx:
+        if tx.any():
             tx_names = np.unique(rows.label_code[tx & keep])
             self.transaction_labels.update(str(rows.label_names[c]) for c in tx_names.tolist())
-            if not self.transactions:
-                keep &= ~tx
-                self.skipped_transactions += n_tx
+        if self.transaction_labels:
+            # A "generate parent sample" controller cut short at the end of a test writes a
+            # row with an empty message: known transaction labels mark it too.
+            known = [i for i, name in enumerate(rows.label_names)
+                     if str(name) in self.transaction_labels]  # fmt: skip
+            if known:
+                tx = tx | np.isin(rows.label_code, np.asarray(known, np.int64))
+        n_tx = int(np.count_nonzero(tx & keep))
+        if n_tx and not self.transactions:
+            keep &= ~tx
+            self.skipped_transactions += n_tx
         self.skipped_subresults += n_sub
         if self._include is not None or self._exclude is not None:
             ok_code: npt.NDArray[np.bool_] = np.asarray(

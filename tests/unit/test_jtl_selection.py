@@ -105,3 +105,11 @@ def test_xml_structure_overrides_label_inference() -> None:
     raw = RawRows.build([1, 2], [5, 5], [True, True], ["a", "a-0"], ["T", "T"], [1, 1],
                         [False, False], [False, False])  # fmt: skip
     assert [str(x) for x in RowSelector().select(raw).label] == ["a", "a-0"]
+
+
+def test_interrupted_parent_transaction_is_recognised_by_its_label() -> None:
+    # JMeter 5.6.3 at test end: tx_parent with no children and an empty message.
+    sel = RowSelector()
+    assert selected(sel, PARENT_TC) == ["p_slow", "p_redirect"]
+    assert selected(sel, [("tx_parent", "T1", False), ("redir", "T2", False)]) == ["redir"]
+    assert sel.skipped_transactions == 2
