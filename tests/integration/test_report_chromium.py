@@ -1,10 +1,10 @@
 """`loadguard report` on a real JMeter run, viewed in Debian's headless Chromium.
 
-The run: real JMeter 5.6.3 (tests/plans/ctt_property.jmx, 20 req/s) against a real
-loopback HTTP server. The decision log is written with the real ``DecisionLogWriter``
-from the real ``Window`` stats over that JTL, ticked every 500 ms; the decisions are a
-dry run (``applied=false``: this fixture does not push rates), and the p95 SLO is put at
-the run's median window p95 so that SAFE, NEAR and BREACH windows all occur.
+The run: a real closed-loop ``loadguard run`` (20 s, 1 s ticks, 3 s window, p95 <= 250 ms):
+real JMeter 5.6.3 on tests/plans/ctt_property.jmx (a Constant Throughput Timer reading
+``loadguard.tpm``, so no injection is needed) against the embedded demo target as an M/M/2
+queue on loopback. Its run directory (decisions.csv, summary.json, results.jtl) is what
+the report is rendered from.
 
 No-network check, three layers:
 
@@ -29,10 +29,8 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
-import threading
-from collections.abc import Iterator
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
@@ -40,20 +38,15 @@ import pandas as pd
 import pytest
 from matplotlib import image
 
-from loadguard.decisions import DecisionLogWriter, DecisionRow
 from loadguard.jmeter.home import JMeterHome
-from loadguard.jtl.sample import SampleBatch
 from loadguard.report import render_report
-from loadguard.summary import RunAccumulator, SummaryBuilder, write_json_atomic
-from loadguard.window import Window
-from tests.conftest import PLANS, _OkHandler
-from tests.jmeter_runner import read_jtl, run_jmeter
+from loadguard.target.model import build_model
+from loadguard.target.runner import running_target
+from tests.conftest import PLANS
 from tests.unit.test_report_render import external_refs
 
 pytestmark = pytest.mark.jmeter
 
-WINDOW_MS = 2000
-TICK_MS = 500
 CHROMIUM_FLAGS = (
     "--headless",
     "--no-sandbox",
@@ -115,88 +108,35 @@ def page_requests(netlog: Path) -> list[str]:
     return urls
 
 
-def write_run_from_jtl(jtl: Path, run_dir: Path) -> Path:
-    """decisions.csv + summary.json for a real JTL, from real Window stats (dry-run decisions)."""
-    df = read_jtl(jtl)
-    batch = SampleBatch.of(
-        df["timeStamp"].to_numpy(np.int64),
-        df["elapsed"].to_numpy(np.int64),
-        df["success"].to_numpy(np.bool_),
-        df["label"].astype(str).tolist(),
-    )
-    window = Window(WINDOW_MS)
-    window.add(batch)
-    ends = batch.end_ms
-    ticks = range(int(ends.min()) + TICK_MS, int(ends.max()) + 2 * WINDOW_MS, TICK_MS)
-    stats = []
-    for now in ticks:
-        stats.append(window.stats(now))
-    p95s = [s.overall.p95_ms for s in stats if s.overall.p95_ms is not None]
-    slo = {"p95_ms": float(np.median(p95s)), "error_rate": 0.01}
-    builder = SummaryBuilder(window_ms=WINDOW_MS, slo=slo)
-    offered = 20.0
-    rate = offered
-    with DecisionLogWriter(run_dir / "decisions.csv") as log:
-        for tick, (now, s) in enumerate(zip(ticks, stats, strict=True), start=1):
-            o = s.overall
-            if o.count == 0 or o.p95_ms is None:
-                zone, action, new = "NO_DATA", "HOLD", rate
-            elif o.p95_ms > slo["p95_ms"] or o.error_rate > slo["error_rate"]:
-                zone, action, new = "BREACH", "DECREASE", rate * 0.8
-            elif o.p95_ms > 0.8 * slo["p95_ms"]:
-                zone, action, new = "NEAR", "HOLD", rate
-            else:
-                zone, action, new = "SAFE", "INCREASE", rate * 1.1
-            row = DecisionRow(
-                epoch_ms=now, tick=tick, action=action, zone=zone, reason=zone.lower(),
-                old_rate=rate, new_rate=new, applied=False, engine_ack="dry-run",
-                samples=o.count, rps=o.rps, ok_rps=o.ok_rps, error_rate=o.error_rate,
-                mean_ms=o.mean_ms, p50_ms=o.p50_ms, p90_ms=o.p90_ms, p95_ms=o.p95_ms,
-                p99_ms=o.p99_ms, max_ms=o.max_ms, offered_rps=offered,
-                staleness_ms=None if s.newest_sample_ms is None else now - s.newest_sample_ms,
-                slo=slo, breaches=("p95_ms",) if zone == "BREACH" else (), breached_labels=(),
-            )  # fmt: skip
-            log.append(row)
-            builder.add(row)
-            rate = new
-    run = RunAccumulator()
-    run.add(batch)
-    write_json_atomic(run_dir / "summary.json", builder.build(run, "jmeter_exited").to_json())
-    shutil.copy(jtl, run_dir / "results.jtl")
-    return run_dir
+def loadguard_run(out: Path, port: int) -> subprocess.CompletedProcess[str]:
+    """A real closed-loop ``loadguard run``: JMeter paced by ``loadguard.tpm`` (CTT, shared)."""
+    args = [
+        sys.executable, "-m", "loadguard", "run", str(PLANS / "ctt_property.jmx"), "--no-inject",
+        "--out", str(out), "--p95", "250ms", "--error-rate", "1%", "--window", "3s",
+        "--tick", "1s", "--initial-rate", "10", "--max-rate", "80", "--duration", "20s", "-q",
+        "-J", f"target.port={port}", "-J", "duration=600",
+    ]  # fmt: skip
+    return subprocess.run(args, capture_output=True, text=True, timeout=180, cwd=out.parent)
 
 
 @pytest.fixture(scope="module")
-def real_report(
-    jmeter_home: JMeterHome, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Path]:
-    # ``ok_server``'s handler, served once for the module so the JMeter run is shared.
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _OkHandler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    work = tmp_path_factory.mktemp("real-run")
-    try:
-        jtl, proc = run_jmeter(
-            jmeter_home,
-            PLANS / "ctt_property.jmx",
-            work,
-            props={"target.port": server.server_address[1], "loadguard.tpm": 1200, "duration": 8},
-        )
-    finally:
-        server.shutdown()
-        server.server_close()
-    assert proc.returncode == 0, proc.stdout
-    run_dir = work / "run"
-    run_dir.mkdir()
-    write_run_from_jtl(jtl, run_dir)
-    yield render_report(run_dir)
+def real_report(jmeter_home: JMeterHome, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # M/M/2 with 50 ms service: lambda* ~ 26 req/s at p95 <= 250 ms; JMeter's first
+    # undelayed samples from 5 threads breach at once, so the run shows the loop react.
+    run_dir = tmp_path_factory.mktemp("real-run") / "run"
+    with running_target(build_model("mmc", workers=2, queue=100, service_s=0.050)) as target:
+        proc = loadguard_run(run_dir, target.port)
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    return render_report(run_dir)
 
 
-def test_real_run_has_every_zone_and_action(real_report: Path) -> None:
+def test_report_comes_from_a_real_closed_loop_run(real_report: Path) -> None:
     log = pd.read_csv(real_report.parent / "decisions.csv")
-    assert {"SAFE", "NEAR", "BREACH"} <= set(log["zone"])
-    assert {"INCREASE", "HOLD", "DECREASE"} <= set(log["action"])
     assert (log["samples"] > 0).sum() >= 10
+    assert log["applied"].any(), "no rate was ever pushed into JMeter"
+    assert log["action"].nunique() >= 2 and log["zone"].nunique() >= 2
+    assert (real_report.parent / "results.jtl").stat().st_size > 0
 
 
 def test_report_renders_in_chromium_with_charts_and_tables(real_report: Path) -> None:
@@ -208,6 +148,7 @@ def test_report_renders_in_chromium_with_charts_and_tables(real_report: Path) ->
     assert summary is not None and "<th>verdict</th>" in summary.group(1)
     labels = re.search(r'<table id="labels">(.*?)</table>', dom, re.S)
     assert labels is not None and "<td>home</td>" in labels.group(1)
+    assert "summary.json" in dom
 
 
 def test_report_screenshot_is_a_drawn_page(real_report: Path, tmp_path: Path) -> None:
