@@ -57,6 +57,7 @@ RC: dict[str, object] = {
     "path.simplify": True,
 }
 SIZE = (10.0, 3.1)
+MARGINS = {"left": 0.07, "right": 0.79, "top": 0.95, "bottom": 0.16}
 
 
 @dataclass(frozen=True)
@@ -103,8 +104,11 @@ def _line(ax: Axes, x: F64, y: F64, **kw: object) -> None:
     ax.plot(dx, dy, **kw)  # type: ignore[arg-type]
 
 
-def _new_figure() -> tuple[Figure, Axes]:
-    fig = Figure(figsize=SIZE, layout="constrained")
+def new_figure() -> tuple[Figure, Axes]:
+    """A chart with fixed margins, so stacked charts share the plot area's x extent
+    whatever their legends hold (the legend sits in the right margin)."""
+    fig = Figure(figsize=SIZE)
+    fig.subplots_adjust(**MARGINS)
     return fig, fig.add_subplot()
 
 
@@ -163,7 +167,7 @@ def _slo_line(ax: Axes, x: F64, frame: pd.DataFrame, col: str, scale: float, **k
 
 
 def rate_chart(frame: pd.DataFrame, axis: TimeAxis) -> Chart:
-    fig, ax = _new_figure()
+    fig, ax = new_figure()
     x = axis.of(frame["epoch_ms"])
     dx, dy = minmax_downsample(x, _col(frame, "new_rate"), MAX_POINTS)
     ax.step(dx, dy, where="post", color="#2b5c8a", linewidth=1.4, label="commanded new_rate")
@@ -191,7 +195,7 @@ def rate_chart(frame: pd.DataFrame, axis: TimeAxis) -> Chart:
 
 
 def latency_chart(frame: pd.DataFrame, axis: TimeAxis) -> Chart:
-    fig, ax = _new_figure()
+    fig, ax = new_figure()
     x = axis.of(frame["epoch_ms"])
     _zone_bands(ax, frame, x)
     _line(ax, x, _col(frame, "p95_ms"), color="#2b5c8a", linewidth=1.2, label="p95")
@@ -207,7 +211,7 @@ def latency_chart(frame: pd.DataFrame, axis: TimeAxis) -> Chart:
 
 
 def error_chart(frame: pd.DataFrame, axis: TimeAxis) -> Chart:
-    fig, ax = _new_figure()
+    fig, ax = new_figure()
     x = axis.of(frame["epoch_ms"])
     _line(ax, x, _col(frame, "error_rate") * 100.0, color="#d73027", linewidth=1.2, label="errors")
     _slo_line(ax, x, frame, "slo_error_rate", 100.0, color="#7f0000", label="SLO")
@@ -217,7 +221,7 @@ def error_chart(frame: pd.DataFrame, axis: TimeAxis) -> Chart:
 
 
 def throughput_chart(frame: pd.DataFrame, axis: TimeAxis, per_second: pd.DataFrame | None) -> Chart:
-    fig, ax = _new_figure()
+    fig, ax = new_figure()
     caption = "Window throughput from the decision log: all samples (rps) and successful (ok_rps)."
     if per_second is not None and len(per_second):
         xs = axis.of(per_second.index.to_numpy(np.float64) * 1000.0 + 1000.0)

@@ -48,8 +48,7 @@ def _overlay(
     step: bool,
     slo: float | None,
 ) -> Figure:
-    fig = Figure(figsize=charts.SIZE, layout="constrained")
-    ax = fig.add_subplot()
+    fig, ax = charts.new_figure()
     for i, (name, x, y) in enumerate(frames):
         dx, dy = minmax_downsample(x, y, MAX_POINTS)
         colour = PALETTE[i % len(PALETTE)]

@@ -39,7 +39,7 @@ import pytest
 from matplotlib import image
 
 from loadguard.jmeter.home import JMeterHome
-from loadguard.report import render_report
+from loadguard.report import render_compare, render_report
 from loadguard.target.model import build_model
 from loadguard.target.runner import running_target
 from tests.conftest import PLANS
@@ -174,3 +174,14 @@ def test_netlog_check_detects_a_page_request(tmp_path: Path) -> None:
     control.write_text('<!DOCTYPE html><p>x</p><img src="http://probe.invalid/x.png">')
     _, netlog = run_chromium(control.as_uri(), "--dump-dom")
     assert "http://probe.invalid/x.png" in page_requests(netlog)
+
+
+def test_compare_of_real_runs_renders_in_chromium(real_report: Path, tmp_path: Path) -> None:
+    # The same run twice, under two names: the harness compares runs of one scheme too.
+    run = real_report.parent
+    out = render_compare([run, run], tmp_path / "c.html", names=["first", "second"])
+    dom, netlog = run_chromium(out.as_uri(), "--dump-dom")
+    assert len(re.findall(r"<svg\b", dom)) == 2
+    assert '<table id="compare-table">' in dom and "<th>verdict</th>" in dom
+    assert "<th>first</th>" in dom and "<th>second</th>" in dom
+    assert [u for u in page_requests(netlog) if not u.startswith(("file:", "data:"))] == []
