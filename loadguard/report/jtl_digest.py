@@ -12,8 +12,14 @@ Each chunk is folded into:
   *exactly* as ``numpy.quantile`` (linear) over all samples would give them.
   Memory: 512 KiB per label (65,536 int64 bins), independent of the run length.
 
-Rows whose ``timeStamp`` or ``elapsed`` is not a number are counted as malformed and
-left out; a ``success`` other than ``true`` is a failure, as in JMeter.
+Malformed rows are counted and left out: a ``timeStamp`` or ``elapsed`` that is not a
+number, or a ``success`` that is neither ``true`` nor ``false`` (a row cut short, or
+shifted by an unquoted delimiter). Fields past the header's last column are ignored by
+the parser (``usecols``): such a row counts if its leading columns are sound.
+
+Labels: the first ``MAX_LABELS`` distinct labels get their own exact row; samples of any
+further label are folded into ``OTHER_LABELS`` (still exact, as one group), so a plan
+that puts URLs with ids in its labels cannot make memory grow without bound.
 """
 
 from __future__ import annotations
@@ -32,6 +38,9 @@ from loadguard.summary import LatencyHistogram
 
 JTL_COLUMNS: tuple[str, ...] = ("timeStamp", "elapsed", "label", "success")
 CHUNK_ROWS = 250_000
+#: Labels with a row of their own (512 KiB each: at most 128 MiB of histograms).
+MAX_LABELS = 256
+OTHER_LABELS = "(other labels)"
 
 
 @dataclass
@@ -97,7 +106,7 @@ def _chunks(path: Path, chunk_rows: int) -> Iterator[pd.DataFrame]:
         raise ReportError(f"{path}: cannot parse: {exc}") from exc
 
 
-def digest_jtl(path: Path, chunk_rows: int = CHUNK_ROWS) -> JtlDigest:
+def digest_jtl(path: Path, chunk_rows: int = CHUNK_ROWS, max_labels: int = MAX_LABELS) -> JtlDigest:
     """Fold the whole JTL at ``path`` into a ``JtlDigest`` in one bounded-memory pass."""
     digest = JtlDigest(path=path)
     seconds: list[pd.DataFrame] = []
@@ -105,13 +114,14 @@ def digest_jtl(path: Path, chunk_rows: int = CHUNK_ROWS) -> JtlDigest:
         digest.rows += len(chunk)
         start = _numbers(chunk["timeStamp"])
         elapsed = _numbers(chunk["elapsed"])
-        good = np.isfinite(start) & np.isfinite(elapsed)
+        ok_all, known = _success(chunk["success"])
+        good = np.isfinite(start) & np.isfinite(elapsed) & known
         digest.malformed_rows += int(len(good) - np.count_nonzero(good))
         if not good.any():
             continue
         start_i = start[good].astype(np.int64)
         elapsed_i = np.clip(elapsed[good].astype(np.int64), 0, None)
-        ok = _success(chunk["success"])[good]
+        ok = ok_all[good]
         labels = chunk["label"].to_numpy(object)[good]
         end = start_i + elapsed_i
         lo, hi = int(start_i.min()), int(end.max())
@@ -120,7 +130,7 @@ def digest_jtl(path: Path, chunk_rows: int = CHUNK_ROWS) -> JtlDigest:
         )
         digest.last_end_ms = hi if digest.last_end_ms is None else max(digest.last_end_ms, hi)
         digest.overall.add(elapsed_i, ok)
-        _fold_labels(digest, labels, elapsed_i, ok)
+        _fold_labels(digest, labels, elapsed_i, ok, max_labels)
         sec = end // 1000
         seconds.append(
             pd.DataFrame({"sec": sec, "count": 1, "ok": ok.astype(np.int64)})
@@ -143,19 +153,26 @@ def _numbers(column: pd.Series) -> npt.NDArray[np.float64]:
     return pd.to_numeric(column, errors="coerce").to_numpy(np.float64)
 
 
-def _success(column: pd.Series) -> npt.NDArray[np.bool_]:
-    """JMeter's ``success``: only ``true`` (any case) counts as a success."""
+def _success(column: pd.Series) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """JMeter's ``success`` as (ok, known): JMeter writes only ``true`` or ``false``;
+    anything else (a row cut short, a shifted row) makes the row malformed."""
     if pd.api.types.is_bool_dtype(column.dtype):
-        return column.to_numpy(np.bool_)
-    return column.astype(str).str.lower().eq("true").to_numpy(np.bool_)
+        ok = column.to_numpy(np.bool_)
+        return ok, np.ones(len(ok), np.bool_)
+    text = column.astype(str).str.lower()
+    ok = text.eq("true").to_numpy(np.bool_)
+    return ok, ok | text.eq("false").to_numpy(np.bool_)
 
 
 def _fold_labels(
-    digest: JtlDigest, labels: np.ndarray, elapsed: np.ndarray, ok: np.ndarray
+    digest: JtlDigest, labels: np.ndarray, elapsed: np.ndarray, ok: np.ndarray, max_labels: int
 ) -> None:
     codes, uniques = pd.factorize(labels, use_na_sentinel=False)
     order = np.argsort(codes, kind="stable")
     bounds = np.searchsorted(codes[order], np.arange(len(uniques) + 1))
     for k, name in enumerate(uniques):
         idx = order[bounds[k] : bounds[k + 1]]
-        digest.labels.setdefault(str(name), LabelDigest()).add(elapsed[idx], ok[idx])
+        key = str(name)
+        if key not in digest.labels and len(digest.labels) >= max_labels:
+            key = OTHER_LABELS
+        digest.labels.setdefault(key, LabelDigest()).add(elapsed[idx], ok[idx])

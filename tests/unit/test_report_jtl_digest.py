@@ -66,10 +66,21 @@ def test_malformed_rows_are_counted_and_left_out(tmp_path: Path) -> None:
         + "garbage,10,/a,200,OK,t,text,true,,1,1,1,1,u,1,0,0\n"
         + f"{T0},n/a,/a,200,OK,t,text,true,,1,1,1,1,u,1,0,0\n"
         + f'{T0},30,/a,500,"line\nbreak",t,text,false,,1,1,1,1,u,1,0,0\n'
+        + f"{T0},10,/a,200,O,K,t,text,true,,1,1,1,1,u,1,0,0\n"
+        + f"{T0},10,/a,200,OK,t,te\n"
+        + f"{T0},40,/a,200,OK,t,text,TRUE,,1,1,1,1,u,1,0,0\n"
     )
     digest = digest_jtl(path)
-    assert (digest.rows, digest.malformed_rows, digest.overall.count) == (4, 2, 2)
-    assert digest.labels["/a"].errors == 1
+    assert (digest.rows, digest.malformed_rows, digest.overall.count) == (7, 4, 3)
+    assert (digest.labels["/a"].count, digest.labels["/a"].errors) == (3, 1)
+
+
+def test_labels_past_the_cap_are_folded_into_one_exact_group(tmp_path: Path) -> None:
+    rows = [(T0 + i, 10 * (i + 1), f"/item/{i}", True) for i in range(6)]
+    digest = digest_jtl(write_jtl(tmp_path / "many.jtl", rows), chunk_rows=2, max_labels=3)
+    assert sorted(digest.labels) == ["(other labels)", "/item/0", "/item/1", "/item/2"]
+    other = digest.labels["(other labels)"]
+    assert other.count == 3 and other.hist.quantile(0.5) == 50.0
 
 
 @pytest.mark.parametrize(
