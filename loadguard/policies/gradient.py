@@ -1,34 +1,43 @@
-r"""Setpoint tracking on log-rate: an exponential ramp, then a PI law in velocity form.
+r"""Setpoint tracking on log-rate: a geometric ramp, then a PI law in velocity form.
 
 The controlled variable is the window's *pressure* P = max over SLOs of value/threshold
 (``Observation.pressure``; 1.0 is on the SLO). The setpoint s sits below the SLO because
 p95 is very nonlinear near the knee: in M/M/8 with 50 ms service and a 250 ms p95 SLO,
-p95 is 150 ms at half of λ*, 171 ms at 0.87 λ*, 250 ms at λ* and 400 ms at 1.05 λ*, and a
-10 s window's p95 scatters by tens of ms. A setpoint of 0.7 (175 ms there) sits near 0.88 λ*.
+p95 is 150 ms at half of λ*, 171 ms at 0.87 λ*, 250 ms at λ* and 400 ms at 1.05 λ*, while
+a 10 s window's p95 scatters by ±10 %. A setpoint of 0.7 (175 ms there) sits near 0.88 λ*
+(docs/controller.md has the measured trade-off).
 
-With :math:`x = \ln r` and the error :math:`e_k = \ln(s / P_k)`:
+With :math:`x = \ln r` (r the rate in force) and :math:`e = \ln(s / P)`:
 
-*Ramp* (until the first window with :math:`P \ge s` or a BREACH). The pressure is flat
-far below the knee and says nothing about the distance to it, so grow geometrically:
-:math:`x_{k+1} = x_k + \ln ρ` (ρ = ``ramp_factor``). A BREACH during the ramp bisects
-geometrically between the last safe rate and the breaching one:
-:math:`x_{k+1} = (x_{safe} + x_k)/2`, never lower than :math:`x_k + \ln β_{max}`.
+*Ramp*. Far below the knee P is flat and says nothing about the distance to it, so grow
+geometrically, :math:`x \leftarrow x + \ln ρ` (ρ = ``ramp_factor``), on every judged
+window. A BREACH, or a NEAR over at least ``ramp_min_samples`` samples (fewer make a p95
+too noisy to mean anything), ends the ramp with a geometric bisection between the last
+safe rate and this one, :math:`x \leftarrow (x_{safe} + x)/2`; a window with
+:math:`P \ge s` and enough samples ends it without a cut.
 
-*Track*. A PI law in velocity (incremental) form on the judged windows:
+*Track*. The windows seen at one rate overlap, so their errors are averaged with weights
+:math:`w_j = Δt_j / W` (the share of a new window each tick adds):
+:math:`\bar e = \sum w_j e_j / \sum w_j`, and the loop acts once that mean is clear of
+the window noise, :math:`|\bar e| \sqrt{\sum w_j} \ge σ` (``noise_up`` for a rise,
+the smaller ``noise_down`` for a cut: safety first). Then a PI law in velocity
+(incremental) form,
 
 .. math::
 
-    Δx_k = K_p (e_k - e_{k-1}) + K_i\, e_k, \qquad K_i = \begin{cases}
-        K_{up} & e_k > 0 \\ K_{down} & e_k \le 0 \end{cases}
+    Δx = K_p(\bar e_k - \bar e_{k-1}) + K_i \bar e_k,\qquad
+    K_i = K_{up}\ (\bar e > 0),\ K_{down}\ (\bar e \le 0),
 
-clipped to :math:`[\ln β_{max}, \ln ρ_{max}]`; :math:`|Δx_k| <` ``deadband`` holds (a change
-restarts the settling wait, so tiny corrections cost more than they bring). The state is
-the rate in force itself (passed in every tick), so when a guard overrides a decision
-(clamp, generator limit) there is no integrator to wind up: velocity form is anti-windup
-by construction. :math:`K_{down} > K_{up}` biases the loop toward the safe side.
+clipped to :math:`[\ln β_{max}, \ln ρ_{max}]`. The integrator state is the rate in force,
+passed in every tick, so when a guard overrides a decision (clamp, generator limit,
+settling) nothing winds up: velocity form is anti-windup by construction. Consecutive
+rises grow by ``momentum`` (a re-ramp after a capacity drop), and a rise stops
+``hot_margin`` below the last rate that ran above the setpoint, creeping by
+``hot_margin`` per step from there, for ``hot_memory_ms``.
 
-A BREACH always decreases: :math:`e_k = \ln(s/P_k) < 0` when P > 1 > s, and the step is
-at least :math:`\ln β_{min}` (``breach_min_cut``).
+*Breach*. Cut at once, by the severity: :math:`Δx = -k_b \ln P`, clipped to
+:math:`[\ln β_{max}, \ln β_{min}]` (``max_down``, ``breach_min_cut``): a window just over
+the SLO costs 10 %, a collapse halves the rate. A BREACH therefore never increases.
 """
 
 from __future__ import annotations

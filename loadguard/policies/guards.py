@@ -126,7 +126,7 @@ class Settling:
     settle_ms: int
     backlog_max_ms: int = 10_000
     drain_tolerance: float = 0.1
-    escalation: float = 2.0
+    escalation: float = 3.0
     early_near: bool = False
     _rate: float | None = field(default=None, init=False)
     _prev_pressure: float = field(default=0.0, init=False)

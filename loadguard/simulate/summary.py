@@ -148,11 +148,10 @@ def summarize(run: SimRun) -> SimSummary:
     data["final_rate"] = round(float(rates[-1]), 3) if len(rates) else sc.start_rate
     data["mean_commanded_rps"] = round(float(rates.mean()), 3) if len(rates) else None
     data["stopped_at_s"] = run.stopped_at_s
-    found = [t.decision.detail.get("max_compliant_rps") for t in run.ticks]
-    found_values = [float(v) for v in found if v is not None]
-    if found_values:
-        last = run.ticks[-1].decision.detail
-        data["max_compliant_rps"] = round(found_values[-1], 3)
-        data["evidence_windows"] = last.get("evidence_windows")
-        data["evidence_p95_ms"] = last.get("evidence_p95_ms")
+    found = [t.decision.detail for t in run.ticks if "max_compliant_rps" in t.decision.detail]
+    if found:
+        # The search policy's result with its evidence, as of its last decision.
+        data["max_compliant_rps"] = round(float(found[-1]["max_compliant_rps"]), 3)
+        data["evidence_windows"] = found[-1].get("evidence_windows")
+        data["evidence_p95_ms"] = found[-1].get("evidence_p95_ms")
     return SimSummary(data)
