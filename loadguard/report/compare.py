@@ -41,13 +41,19 @@ def run_names(paths: Sequence[RunPaths]) -> list[str]:
     return out
 
 
+Series = tuple[str, np.ndarray, np.ndarray]
+
+
 def _overlay(
-    frames: Sequence[tuple[str, np.ndarray, np.ndarray]],
+    frames: Sequence[Series],
     unit: charts.TimeAxis,
     ylabel: str,
     step: bool,
     slo: float | None,
+    dotted: Sequence[Series] = (),
+    dotted_label: str = "",
 ) -> Figure:
+    """One line per run; ``dotted`` adds a second, dotted line per run in the same colour."""
     fig, ax = charts.new_figure()
     for i, (name, x, y) in enumerate(frames):
         dx, dy = minmax_downsample(x, y, MAX_POINTS)
@@ -56,6 +62,12 @@ def _overlay(
             ax.step(dx, dy, where="post", color=colour, linewidth=1.3, label=name)
         else:
             ax.plot(dx, dy, color=colour, linewidth=1.2, label=name)
+    for i, (_, x, y) in enumerate(dotted):
+        dx, dy = minmax_downsample(x, y, MAX_POINTS)
+        colour = PALETTE[i % len(PALETTE)]
+        ax.plot(dx, dy, color=colour, linewidth=1.0, linestyle=":", alpha=0.9)
+    if dotted:
+        ax.plot([], [], color="#555", linestyle=":", label=dotted_label)
     if slo is not None:
         ax.axhline(slo, color="#b01e12", linestyle="--", linewidth=1.2, label="SLO p95")
     ax.set_xlabel(unit.label)
@@ -68,7 +80,7 @@ def _overlay(
 def render_compare(
     sources: Sequence[Path | RunPaths], out: Path, names: Sequence[str] | None = None
 ) -> Path:
-    """Overlay the runs' commanded rate and p95; table their summary.json figures."""
+    """Overlay the runs' commanded and achieved rate and p95; table their summary.json."""
     if not sources:
         raise ReportError("compare needs at least one run directory")
     paths = [s if isinstance(s, RunPaths) else resolve_run(s) for s in sources]
@@ -79,22 +91,31 @@ def render_compare(
     summaries = [load_summary(p.summary) if p.summary else None for p in paths]
     spans = [float(f["epoch_ms"].iloc[-1] - f["epoch_ms"].iloc[0]) for f in frames]
     unit = charts.TimeAxis.for_span(0.0, max(spans))
-    rate, p95 = [], []
+    rate: list[Series] = []
+    achieved: list[Series] = []
+    p95: list[Series] = []
     for name, frame in zip(labels, frames, strict=True):
         axis = charts.TimeAxis(float(frame["epoch_ms"].iloc[0]), unit.scale_s, unit.label)
         x = axis.of(frame["epoch_ms"])
         rate.append((name, x, frame["new_rate"].to_numpy(np.float64)))
+        achieved.append((name, x, frame["rps"].to_numpy(np.float64)))
         p95.append((name, x, frame["p95_ms"].to_numpy(np.float64)))
     slos = {float(v) for f in frames for v in f["slo_p95_ms"].dropna().iloc[-1:]}
     with charts.style():
         figs = {
-            "rate": _overlay(rate, unit, "commanded rate (requests / s)", True, None),
+            "rate": _overlay(
+                rate, unit, "requests / s", True, None, achieved, "achieved rps (dotted)"
+            ),
             "p95": _overlay(
                 p95, unit, "window p95 (ms)", False, slos.pop() if len(slos) == 1 else None
             ),
         }
     titles = {
-        "rate": ("Commanded rate", "Each run's commanded new_rate, time since its own start."),
+        "rate": (
+            "Rate",
+            "Each run's commanded new_rate (solid) and achieved window rps (dotted, same "
+            "colour), time since its own start.",
+        ),
         "p95": ("Window p95", "Each run's window p95; dashed: the p95 SLO when all runs share it."),
     }
     sections = [
