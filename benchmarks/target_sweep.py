@@ -6,7 +6,9 @@ a Constant Throughput Timer, calcMode 4 (all threads of the group, shared), read
 ``${__P(loadguard.tpm)}``; the first ``--warmup`` seconds are dropped (every thread's
 first sample is undelayed, and the queue needs to fill).
 
-Printed per rate: achieved rate, measured p95 and error rate, and two references:
+Printed per rate: achieved rate, measured p95 and error rate, and two references at the
+achieved rate (the CTT's shared modes space samples by whole ms, round(60000/tpm), so
+offered 150/s runs at 1000/7 = 142.9/s):
 
 * M/M/c analytic p95 (``loadguard.simulate.mmc``): Poisson arrivals -- what λ* assumes;
 * D/M/c simulated p95 (``FcfsQueue``, arrivals exactly 1/λ apart): the CTT's pacing.
@@ -118,7 +120,8 @@ def run_rate(port: int, rate: float, seconds: int, warmup: int, work: Path) -> d
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rates", default="40,80,110,130,140,150,160")
+    # Rates whose CTT interval is a whole number of ms (25, 12.5, 10, 9, 8, 7, 6 ms).
+    parser.add_argument("--rates", default="40,80,100,111.11,125,142.86,166.67")
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--service-ms", type=float, default=50.0)
     parser.add_argument("--queue", type=int, default=100)
@@ -138,18 +141,21 @@ def main() -> None:
         print(f"lambda_star: M/M/c analytic {lam_mmc:.1f} req/s, D/M/c simulated {lam_dmc:.1f}")
         print(
             "offered  achieved  measured_p95  M/M/c_p95  D/M/c_p95  errors   "
-            "measured/D/M/c  (ms; rates req/s)"
+            "measured/D/M/c  (ms; rates req/s; theory at the achieved rate)"
         )
         for rate in rates:
             m = run_rate(target.port, rate, args.seconds, args.warmup, Path(tmp))
+            # The queue sees the achieved rate (the CTT's shared modes step in whole ms:
+            # 150/s offered is round(6.67) = 7 ms = 142.9/s), so compare there.
+            lam = m["achieved"]
             analytic = (
-                mmc.response_quantile(0.95, rate, c, mean_s) * 1000.0
-                if rate < c / mean_s
+                mmc.response_quantile(0.95, lam, c, mean_s) * 1000.0
+                if lam < c / mean_s
                 else float("inf")
             )
-            sim = dmc_p95(rate, c, k, mean_s) * 1000.0
+            sim = dmc_p95(lam, c, k, mean_s) * 1000.0
             print(
-                f"{rate:7.0f}  {m['achieved']:8.1f}  {m['p95_ms']:12.0f}  {analytic:9.0f}  "
+                f"{rate:7.1f}  {lam:8.1f}  {m['p95_ms']:12.0f}  {analytic:9.0f}  "
                 f"{sim:9.0f}  {m['error_rate']:6.1%}   {m['p95_ms'] / sim:6.2f}",
                 flush=True,
             )

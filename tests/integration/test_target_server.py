@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import requests
 
+from loadguard.errors import EngineError
 from loadguard.simulate import mmc
 from loadguard.target.distributions import ServiceDist
 from loadguard.target.model import ENDPOINTS, TargetModel, build_model
@@ -174,3 +175,13 @@ def test_bad_cli_options_exit_2_with_one_line(args: list[str], message: str) -> 
     assert proc.returncode == 2
     assert proc.stderr.startswith("error: ") and message in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_busy_port_is_an_engine_error_not_a_traceback() -> None:
+    model = build_model("mmc", workers=1, queue=1, service_s=0.0)
+    with (
+        running_target(model) as first,
+        pytest.raises(EngineError, match="cannot listen"),
+        running_target(model, port=first.port),
+    ):
+        pass
