@@ -33,7 +33,7 @@ from datetime import tzinfo
 import numpy as np
 import pandas as pd
 
-from loadguard.jtl.raw_rows import TRANSACTION_PREFIX, BadRowLog, RawRows
+from loadguard.jtl.raw_rows import SUBRESULT_LABEL, TRANSACTION_PREFIX, BadRowLog, RawRows
 from loadguard.jtl.timestamps import parse_timestamps
 
 QUOTE = 0x22
@@ -46,7 +46,6 @@ INTEGER_COLUMNS = frozenset(
 )  # fmt: skip
 
 _TX_BYTES = TRANSACTION_PREFIX.encode()
-_MAX_SCANNED_SPANS = 4096
 
 
 class IncompleteChunk(Exception):
@@ -97,6 +96,8 @@ class CsvLayout:
     delimiter: str = ","
     timestamp_format: str = "ms"
     tz: str | tzinfo | None = None
+    # Fill thread names on the fast path even when no row needs them (see CsvChunkParser).
+    thread_names: bool = False
 
     def index(self, name: str) -> int | None:
         try:
@@ -117,6 +118,9 @@ class CsvChunkParser:
         self._label = cols.index("label")
         self._success = cols.index("success")
         self._thread = layout.index("threadName")
+        # Thread names only matter for telling sub-results apart; the fast path reads them
+        # from the first chunk that has a label shaped like one ("<x>-<n>") onwards.
+        self._threads_on = layout.thread_names
         self._message = layout.index("responseMessage")
         self._all = layout.index("allThreads")
         self._last = self._n - 1
@@ -143,11 +147,12 @@ class CsvChunkParser:
         with_message = self._message is not None and chunk.find(_TX_BYTES) >= 0
         wanted = {self._ts, self._elapsed, self._label, self._success, self._last}
         wanted.update(self._int_checks)
-        for extra in (self._thread, self._all, self._message if with_message else None):
+        thread = self._thread if self._threads_on else None
+        for extra in (thread, self._all, self._message if with_message else None):
             if extra is not None:
                 wanted.add(extra)
         dtype: dict[int, str] = {self._label: "category"}
-        for cat in (self._thread, self._message if with_message else None):
+        for cat in (thread, self._message if with_message else None):
             if cat is not None:
                 dtype[cat] = "category"
         if self.layout.timestamp_format != "ms":
@@ -208,8 +213,15 @@ class CsvChunkParser:
                 return None
         label_cat = df[self._label].array
         label_names = np.asarray(label_cat.categories, dtype=object)
-        if self._thread is not None:
-            thread_cat = df[self._thread].array
+        if (
+            thread is None
+            and self._thread is not None
+            and any(SUBRESULT_LABEL.match(str(name)) for name in label_names)
+        ):
+            self._threads_on = True
+            return self._fast(chunk)
+        if thread is not None:
+            thread_cat = df[thread].array
             thread_code = thread_cat.codes.astype(np.int64)
             thread_names = np.asarray(thread_cat.categories, dtype=object)
             if (thread_code < 0).any():  # an empty thread name is an empty category
@@ -244,35 +256,39 @@ class CsvChunkParser:
         )
 
     def _field_count_ok(self, chunk: bytes, records: int) -> bool:
-        """Every record has exactly ``n - 1`` delimiters outside quotes (checked as a total:
-        pandas ignores fields past the last column it reads, and a record short of fields
-        leaves the last, integer, column empty, so the two cannot cancel out)."""
-        delim = self._delim
+        """Every record has exactly ``n - 1`` delimiters outside quotes, checked as a total.
+
+        pandas ignores fields past the last column it reads, so this is what catches a
+        record with too many fields. A record short of fields leaves the last (integer)
+        column empty, which the caller checks, so a short and a long record cannot cancel
+        out. Quoted spans run from an odd quote to the next one (a doubled quote inside a
+        field closes and reopens a span, which changes nothing).
+        """
         arr = np.frombuffer(chunk, np.uint8)
+        delim = self._delim
         if delim >= 0:
             total = int(np.count_nonzero(arr == delim))
         else:  # a delimiter outside ASCII: several bytes in UTF-8
             total = chunk.count(self._delim_bytes)
         expected = records * (self._n - 1)
-        first = chunk.find(b'"')
-        if first < 0:
+        if chunk.find(b'"') < 0:
             return total == expected
-        inside = 0
-        spans = 0
-        p = first
-        while p >= 0:
-            q = chunk.find(b'"', p + 1)
-            if q < 0:
-                return False
-            inside += chunk.count(self._delim_bytes, p + 1, q)
-            spans += 1
-            if spans > _MAX_SCANNED_SPANS and delim >= 0:
-                # Quotes everywhere: one vectorised pass instead of a loop per field.
-                quotes = np.flatnonzero(arr == QUOTE)
-                delims = np.flatnonzero(arr == delim)
-                inside = int(np.count_nonzero(np.searchsorted(quotes, delims) & 1))
-                break
-            p = chunk.find(b'"', q + 1)
+        quotes = np.flatnonzero(arr == QUOTE)
+        if len(quotes) % 2:
+            return False
+        starts = quotes[0::2] + 1
+        lengths = quotes[1::2] - starts
+        inside_bytes = int(lengths.sum())
+        if inside_bytes == 0:
+            return total == expected
+        if delim < 0:
+            inside = sum(chunk.count(self._delim_bytes, int(a), int(a + n))
+                         for a, n in zip(starts, lengths, strict=True))  # fmt: skip
+            return total - inside == expected
+        # Positions of every byte inside a quoted span, without a Python loop.
+        offsets = np.repeat(starts - np.cumsum(lengths) + lengths, lengths)
+        offsets += np.arange(inside_bytes)
+        inside = int(np.count_nonzero(arr[offsets] == delim))
         return total - inside == expected
 
     # -- exact path ------------------------------------------------------------------

@@ -48,8 +48,10 @@ class CsvStreamDecoder:
         tz: str | tzinfo | None = None,
         chunk_bytes: int = CHUNK_BYTES,
         max_record_bytes: int = MAX_RECORD_BYTES,
+        thread_names: bool = False,
     ) -> None:
         self.fmt = fmt
+        self.thread_names = thread_names
         self.bad = bad
         self.tz = tz
         self.chunk_bytes = chunk_bytes
@@ -118,7 +120,13 @@ class CsvStreamDecoder:
                         "malformed; pass --jtl-columns or --jmeter-properties"
                     )
         self._parser = CsvChunkParser(
-            CsvLayout(self.columns, self.fmt.delimiter, self.fmt.timestamp_format, self.tz)
+            CsvLayout(
+                self.columns,
+                self.fmt.delimiter,
+                self.fmt.timestamp_format,
+                self.tz,
+                thread_names=self.thread_names,
+            )
         )
         return True
 

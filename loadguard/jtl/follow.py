@@ -10,6 +10,9 @@ rows they complete, already selected (each request once, see ``selection``). It:
   handle is read to its end first, so its last rows are not lost;
 * tells CSV from XML by the first byte (``<``), unless the format says;
 * counts bad rows (``malformed_rows``) and keeps the first ones (``bad_rows``);
+* fills ``SampleBatch.thread_name`` from CSV only with ``thread_names=True`` or once a
+  label shaped like a sub-result (``<x>-<n>``) has been seen: thread names cost a fifth of
+  the parse and only sub-result detection needs them (XML always has them);
 * warns once when the file looks buffered: JMeter's default ``autoflush=false`` makes
   rows arrive in 8 KiB blocks that end mid-record, so the window lags the test.
 """
@@ -84,6 +87,7 @@ class JtlFollower:
         chunk_bytes: int = CHUNK_BYTES,
         max_record_bytes: int = MAX_RECORD_BYTES,
         bad_rows_kept: int = 20,
+        thread_names: bool = False,
     ) -> None:
         self.path = Path(path)
         self.fmt = fmt or JtlFormat()
@@ -91,6 +95,7 @@ class JtlFollower:
         self.read_bytes = read_bytes
         self.chunk_bytes = chunk_bytes
         self.max_record_bytes = max_record_bytes
+        self.thread_names = thread_names
         self.selector = RowSelector(
             transactions=transactions, labels=labels, exclude_labels=exclude_labels
         )
@@ -194,6 +199,7 @@ class JtlFollower:
             tz=self.tz,
             chunk_bytes=self.chunk_bytes,
             max_record_bytes=self.max_record_bytes,
+            thread_names=self.thread_names,
         )
         return self._csv
 

@@ -8,6 +8,7 @@ distinct name rather than per row.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -24,6 +25,8 @@ OBJ = npt.NDArray[np.object_]
 
 # TransactionController.NUMBER_OF_SAMPLES_IN_TRANSACTION_PREFIX (JMeter 5.6.3).
 TRANSACTION_PREFIX = "Number of samples in transaction : "
+# Since JMeter 5.0 a sub-result row is labelled "<parent label>-<index>".
+SUBRESULT_LABEL = re.compile(r"^(.*)-\d+$", re.DOTALL)
 
 
 @dataclass(frozen=True, slots=True)

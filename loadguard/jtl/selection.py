@@ -26,10 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from loadguard.jtl.raw_rows import BOOL, RawRows
+from loadguard.jtl.raw_rows import BOOL, SUBRESULT_LABEL, RawRows
 from loadguard.jtl.sample import SampleBatch
-
-_SUBRESULT = re.compile(r"^(.*)-\d+$", re.DOTALL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +86,7 @@ class RowSelector:
         """Sub-result rows of a CSV chunk, updating the per-thread history."""
         n = len(rows)
         names = rows.label_names
-        parents = [_SUBRESULT.match(str(name)) for name in names]
+        parents = [SUBRESULT_LABEL.match(str(name)) for name in names]
         candidate_code = np.asarray([m is not None for m in parents], np.bool_)
         sub = np.zeros(n, np.bool_)
         threads = rows.thread_names

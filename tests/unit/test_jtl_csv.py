@@ -37,11 +37,15 @@ def row(
     return out.getvalue()
 
 
-def decode(data: bytes, fmt: JtlFormat | None = None, pieces: list[int] | None = None) -> tuple[
-    list[tuple[int, int, bool, str, str, int, bool]], CsvStreamDecoder
-]:  # fmt: skip
+def decode(
+    data: bytes,
+    fmt: JtlFormat | None = None,
+    pieces: list[int] | None = None,
+    thread_names: bool = True,
+) -> tuple[list[tuple[int, int, bool, str, str, int, bool]], CsvStreamDecoder]:
     bad = BadRowLog()
-    dec = CsvStreamDecoder(fmt or JtlFormat(), bad, chunk_bytes=4096, max_record_bytes=64 << 10)
+    dec = CsvStreamDecoder(fmt or JtlFormat(), bad, chunk_bytes=4096, max_record_bytes=64 << 10,
+                           thread_names=thread_names)  # fmt: skip
     parts: list[RawRows] = []
     cuts = [0, *sorted(pieces or []), len(data)]
     for a, b in itertools.pairwise(cuts):
@@ -232,9 +236,18 @@ def test_any_byte_split_gives_the_same_rows_as_reading_whole(cuts: list[int]) ->
     assert dec.bad.count == 0
 
 
+def test_thread_names_are_read_once_a_subresult_label_appears() -> None:
+    plain = (HEADER + row(label="a", thread="T-1")).encode()
+    later = row(label="a-0", thread="T-1").encode()
+    bad = BadRowLog()
+    dec = CsvStreamDecoder(JtlFormat(), bad)
+    assert [r[4] for r in _rows(dec.feed(plain))] == [""]
+    assert [r[4] for r in _rows(dec.feed(later))] == ["T-1"]
+
+
 def test_fast_and_exact_paths_agree_on_valid_input() -> None:
     body = FIXTURE[len(HEADER) :]
-    parser = CsvChunkParser(CsvLayout(DEFAULT_COLUMNS))
+    parser = CsvChunkParser(CsvLayout(DEFAULT_COLUMNS, thread_names=True))
     bad = BadRowLog()
     fast = parser.parse(body, 1, bad)
     exact = parser.parse_exact(body, 1, bad)
