@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from loadguard.demo import DemoOptions, run_demo
-from loadguard.slo import parse_duration_ms
+from loadguard.target.durations import parse_duration_s
 
 
 @click.command("demo")
@@ -45,7 +45,7 @@ def demo(
     out_dir = Path(out) if out else Path("results") / datetime.now().strftime("%Y%m%d-%H%M%S")
     opts = DemoOptions(
         out_dir=out_dir,
-        duration_s=parse_duration_ms("--duration", duration) / 1000.0,
+        duration_s=parse_duration_s(duration, what="--duration"),
         policy=policy,
         p95=p95,
         error_rate=error_rate,

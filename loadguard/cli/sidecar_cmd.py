@@ -16,7 +16,8 @@ from loadguard.jmeter.home import find_jmeter_home
 from loadguard.loop import LoopOutcome
 from loadguard.policies import parse_params
 from loadguard.sidecar import Paths, RunPlan, SidecarConfig, attach, run_plan
-from loadguard.slo import SloSpec, parse_duration_ms, parse_rate_rps
+from loadguard.slo import SloSpec, parse_rate_rps
+from loadguard.target.durations import parse_duration_s
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -24,7 +25,7 @@ POLICIES = ("threezone", "aimd", "gradient", "search")
 
 
 def _duration(name: str, value: str | None) -> int | None:
-    return None if value is None else round(parse_duration_ms(name, value))
+    return None if value is None else round(parse_duration_s(value, what=name) * 1000)
 
 
 def common_options(f: F) -> F:

@@ -112,10 +112,11 @@ def test_run_drives_the_rate_to_the_knee_and_backs_off_past_it(
     # Drove the rate up to the knee, never past the ceiling or to zero...
     assert max(rates) >= 0.8 * lam
     assert min(rates) > 0 and max(rates) <= 150.0
-    # ...and every DECREASE answered a window over the SLO (or a stale/limited one).
+    # ...and every DECREASE answered a window at or over the setpoint below the SLO
+    # (gradient steers p95 to ~85% of it, inside NEAR), never a SAFE one.
     for r in rows:
         if r["action"] == "DECREASE":
-            assert r["zone"] == "BREACH" or r["reason"] in ("stale", "clamp_max"), r
+            assert r["zone"] in ("BREACH", "NEAR") or r["reason"] in ("stale", "clamp_max"), r
         if r["zone"] == "BREACH":
             assert r["action"] != "INCREASE", r
 
