@@ -7,12 +7,16 @@ id actually used in a later URL -- is the compatibility check for TeaStore's pro
 
 from __future__ import annotations
 
+import os
 import re
+import socket
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
-from loadguard.jmeter.home import JMeterHome
+from loadguard.jmeter.home import JMeterHome, jmeter_command
 from loadguard.target.model import build_model
 from loadguard.target.runner import running_target
 from tests.jmeter_runner import read_jtl, run_jmeter
@@ -76,3 +80,59 @@ def test_example_plan_runs_against_the_target_and_every_sampler_succeeds(
     assert http_requests <= counters.served <= http_requests + 4 and counters.rejected == 0
     # Pacing held: about 30 samples/s over the run.
     assert 150 <= len(top) <= 300, len(top)
+
+
+def _run_until_shutdown(
+    home: JMeterHome, plan: Path, out: Path, props: dict[str, object], seconds: float
+) -> tuple[Path, int]:
+    """Run a plan with no duration of its own; after ``seconds`` send ``Shutdown`` to *this*
+    JMeter's UDP port (read from its stdout), never to a guessed one."""
+    jtl = out / "teastore.jtl"
+    args = ["-n", "-t", str(plan), "-l", str(jtl), "-j", str(out / "teastore.log")]
+    args += [f"-J{k}={v}" for k, v in props.items()]
+    args.append("-Jjmeterengine.force.system.exit=true")
+    proc = subprocess.Popen(
+        jmeter_command(home, args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        port = None
+        for line in proc.stdout:
+            match = re.search(r"Waiting for possible Shutdown.* on port (\d+)", line)
+            if match:
+                port = int(match.group(1))
+                break
+        assert port is not None, "JMeter printed no UDP port"
+        time.sleep(seconds)
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+            udp.sendto(b"Shutdown", ("127.0.0.1", port))
+        proc.stdout.read()
+        return jtl, proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.skipif(
+    not os.environ.get("TEASTORE_BROWSE_JMX"),
+    reason="set TEASTORE_BROWSE_JMX to a copy of TeaStore's examples/jmeter/"
+    "teastore_browse_nogui.jmx (not shipped here) to run it unmodified",
+)
+def test_teastores_own_browse_profile_runs_unmodified(
+    jmeter_home: JMeterHome, tmp_path: Path
+) -> None:
+    plan = Path(os.environ["TEASTORE_BROWSE_JMX"])
+    model = build_model("shop", workers=8, queue=100, service_s=0.01)
+    with running_target(model, seed=1) as target:
+        props: dict[str, object] = {
+            "hostname": "127.0.0.1",
+            "port": target.port,
+            "numUser": 4,
+            "rampUp": 1,
+        }
+        jtl, code = _run_until_shutdown(jmeter_home, plan, tmp_path, props, seconds=8)
+    assert code == 0
+    df = read_jtl(jtl)
+    assert len(df) > 0 and df["success"].all()
+    assert set(df[~df["label"].str.contains(r"-\d+$")]["label"]) == SAMPLERS
