@@ -62,9 +62,8 @@ class TargetServer:
             await self._runner.cleanup()
             where = f"{self.host}:{self._requested_port}"
             raise EngineError(f"cannot listen on {where}: {exc}") from exc
-        server = site._server
-        sockets = getattr(server, "sockets", None) or ()
-        self.port = int(sockets[0].getsockname()[1]) if sockets else self._requested_port
+        addresses = self._runner.addresses  # (host, port[, ...]) of every bound socket
+        self.port = int(addresses[0][1]) if addresses else self._requested_port
         return self.port
 
     async def stop(self) -> None:
