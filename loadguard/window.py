@@ -155,17 +155,21 @@ class Window:
         return sum(len(r) for r in self._runs)
 
     def _label_codes(self, labels: npt.NDArray[np.object_]) -> I64:
-        codes, uniques = pd.factorize(labels, use_na_sentinel=False)
-        table = np.empty(len(uniques), np.int64)
+        codes, uniques = pd.factorize(labels)
+        table = np.empty(len(uniques) + 1, np.int64)
         for i, name in enumerate(uniques):
-            key = str(name)
-            code = self._codes.get(key)
-            if code is None:
-                code = len(self._labels)
-                self._codes[key] = code
-                self._labels.append(key)
-            table[i] = code
+            table[i] = self._code_of(str(name))
+        if len(codes) and int(codes.min()) < 0:
+            table[-1] = self._code_of("")  # a missing label (None) counts as ""
         return table[codes]
+
+    def _code_of(self, key: str) -> int:
+        code = self._codes.get(key)
+        if code is None:
+            code = len(self._labels)
+            self._codes[key] = code
+            self._labels.append(key)
+        return code
 
     def _overall_mask(self, codes: I64) -> BOOL:
         excluded = self._overall_excludes() if self._overall_excludes is not None else ()
