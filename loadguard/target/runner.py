@@ -27,6 +27,8 @@ from loadguard.target.model import TargetModel
 from loadguard.target.pages import BASE
 from loadguard.target.server import GATE, EstimateCache, build_app
 
+SHUTDOWN_TIMEOUT_S = 2.0
+
 
 class TargetServer:
     """The aiohttp site around ``build_app``; start/stop on the running event loop."""
@@ -49,7 +51,13 @@ class TargetServer:
         self.app = build_app(
             model, seed=seed, estimates=self.estimates, default_slo_s=default_slo_s
         )
-        self._runner = web.AppRunner(self.app, access_log=None if not access_log else _log())
+        # In-flight requests may be asleep for seconds (a long queue): on stop, give them
+        # SHUTDOWN_TIMEOUT_S to finish, then close their connections.
+        self._runner = web.AppRunner(
+            self.app,
+            access_log=None if not access_log else _log(),
+            shutdown_timeout=SHUTDOWN_TIMEOUT_S,
+        )
         self.port = 0
 
     async def start(self) -> int:

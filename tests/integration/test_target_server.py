@@ -185,3 +185,15 @@ def test_a_busy_port_is_an_engine_error_not_a_traceback() -> None:
         running_target(model, port=first.port),
     ):
         pass
+
+
+def test_stop_does_not_wait_for_requests_asleep_in_a_long_queue() -> None:
+    with ThreadPoolExecutor(1) as pool:
+        with running_target(_const_model(1, 10, 30.0)) as target:
+            pending = pool.submit(_timed_get, target.base_url + "/")
+            time.sleep(0.5)
+            stopping = time.perf_counter()
+        stopped_in = time.perf_counter() - stopping
+        with pytest.raises(requests.RequestException):
+            pending.result(timeout=30)
+    assert stopped_in < 6.0
