@@ -60,6 +60,11 @@ def _register() -> None:
     from loadguard.cli import demo_cmd
 
     cli.add_command(demo_cmd.demo)
+    from loadguard.cli import inject_cmd, push_cmd, stop_cmd
+
+    cli.add_command(inject_cmd.inject)
+    cli.add_command(push_cmd.push)
+    cli.add_command(stop_cmd.stop)
     from loadguard.cli import metrics_cmd
 
     cli.add_command(metrics_cmd.metrics)
