@@ -140,7 +140,7 @@ class BeanShellClient:
         Raises ``ActuatorError`` when unreachable, ``BeanShellReplyError`` when the reply
         is an error or the read-back differs from what was sent."""
         sent = format_number(value)
-        back = parse_reply(self.run(set_script(name, value)))
+        back = parse_reply(self._run(set_script(name, value)))
         if back is None:
             raise BeanShellReplyError(f"property {name} read back unset after setting {sent}")
         try:
@@ -153,9 +153,9 @@ class BeanShellClient:
 
     def get_property(self, name: str) -> str | None:
         """The current value of ``name`` as JMeter holds it (a string), ``None`` if unset."""
-        return parse_reply(self.run(get_script(name)))
+        return parse_reply(self._run(get_script(name)))
 
-    def run(self, script: str) -> str:
+    def _run(self, script: str) -> str:
         """Send one fixed-form script (built by this module) and return the raw reply."""
         data = script.encode("ascii")
         sock = self._connect()
