@@ -94,6 +94,10 @@ def _convert(policy: str, key: str, value: Any, kind: type | str) -> Any:
     if not isinstance(value, str):
         return value
     kind_name = kind if isinstance(kind, str) else kind.__name__
+    if kind_name.endswith(" | None"):
+        if value.strip().lower() == "none":
+            return None
+        kind_name = kind_name.removesuffix(" | None")
     try:
         if kind_name == "bool":
             if value.lower() not in ("true", "false", "1", "0", "yes", "no"):

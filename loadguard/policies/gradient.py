@@ -57,7 +57,8 @@ class GradientPolicy:
     #: rate's pressure), so an overshoot is caught before it breaches.
     judges_near_early: ClassVar[bool] = True
 
-    setpoint: float = 0.7
+    setpoint: float | None = 0.7
+    headroom_share: float = 0.25
     ramp_factor: float = 2.0
     ramp_min_samples: int = 400
     k_up: float = 0.6
@@ -84,11 +85,17 @@ class GradientPolicy:
     _ups: int = field(default=0, init=False)
     _hot: float | None = field(default=None, init=False)
     _hot_ms: int = field(default=0, init=False)
+    _idle_sum: float = field(default=0.0, init=False)
+    _idle_n: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
-        if not 0 < self.setpoint < 1:
+        if self.setpoint is not None and not 0 < self.setpoint < 1:
             raise PolicyError(
                 f"gradient setpoint must be in (0, 1) of the SLO, got {self.setpoint}"
+            )
+        if not 0 < self.headroom_share < 1:
+            raise PolicyError(
+                f"gradient headroom_share must be in (0, 1), got {self.headroom_share}"
             )
         if self.ramp_factor <= 1 or self.max_up < 1:
             raise PolicyError("gradient ramp_factor must be > 1 and max_up >= 1")
@@ -106,7 +113,8 @@ class GradientPolicy:
         if obs.zone is Zone.NO_DATA or obs.pressure is None:
             return hold(obs, rate, "no_data", phase=self.phase)
         pressure = obs.pressure
-        error = math.log(self.setpoint / pressure) if pressure > 0 else math.log(self.ramp_factor)
+        setpoint = self.target()
+        error = math.log(setpoint / pressure) if pressure > 0 else math.log(self.ramp_factor)
         breach = obs.zone is Zone.BREACH
         reason = obs.zone.lower()
         enough = obs.stats.overall.count >= self.ramp_min_samples
@@ -118,7 +126,11 @@ class GradientPolicy:
                 new = min(rate * self.breach_min_cut, max(target, rate * self.max_down))
                 self._hot, self._hot_ms = rate, obs.now_ms
                 return decide(obs, rate, new, reason, phase="ramp", pressure=pressure)
-            if pressure < self.setpoint or not enough:
+            if pressure < setpoint or not enough:
+                if obs.zone is Zone.SAFE and pressure > 0 and enough:
+                    # Far below the knee: the idle pressure, count-weighted over the ramp.
+                    self._idle_sum += obs.stats.overall.count * math.log(pressure)
+                    self._idle_n += obs.stats.overall.count
                 self.last_safe = rate
                 return decide(
                     obs, rate, rate * self.ramp_factor, reason, phase="ramp", pressure=pressure
@@ -164,6 +176,21 @@ class GradientPolicy:
             phase=self.phase, pressure=pressure, mean_error=mean_error,
             windows=self._sum_w, step=step,
         )  # fmt: skip
+
+    @property
+    def idle_pressure(self) -> float | None:
+        """The pressure far below the knee, measured during the ramp."""
+        return math.exp(self._idle_sum / self._idle_n) if self._idle_n else None
+
+    def target(self) -> float:
+        """The setpoint s: fixed, or ``headroom_share`` of the way from idle to the SLO,
+        :math:`s = P_0 + α (1 - P_0)`, clipped to [0.3, 0.9] (0.7 before any window)."""
+        if self.setpoint is not None:
+            return self.setpoint
+        idle = self.idle_pressure
+        if idle is None:
+            return 0.7
+        return min(0.9, max(0.3, idle + self.headroom_share * (1.0 - min(idle, 1.0))))
 
     def _below_hot(self, now_ms: int, rate: float, step: float) -> float:
         """Rise no closer than ``hot_margin`` to the last rate that ran too hot (for

@@ -133,12 +133,21 @@ def test_gradient_does_not_rise_past_a_rate_that_ran_hot() -> None:
     assert d.new_rate == pytest.approx(130.0 * 0.97)
 
 
-def search_windows(p: SearchPolicy, zone: Zone, rate: float, start_ms: int, n: int) -> float:
-    """Feed ``n`` windows 10 s apart at ``rate``; return the last decision's rate."""
-    new = rate
-    for k in range(n):
-        new = p.decide(obs(zone, now_ms=start_ms + k * 10_000, rate=rate), rate).new_rate
-    return new
+def test_gradient_adaptive_setpoint_sits_a_share_of_the_headroom_above_idle() -> None:
+    p = GradientPolicy(setpoint=None, headroom_share=0.25, ramp_min_samples=100)
+    assert p.target() == 0.7  # nothing measured yet
+    p.decide(obs(Zone.SAFE, 0.2, count=500), 10.0)  # idle p95 at 20 % of the SLO
+    assert p.idle_pressure == pytest.approx(0.2)
+    assert p.target() == pytest.approx(0.2 + 0.25 * 0.8)
+
+
+def test_gradient_setpoint_none_from_a_string_param() -> None:
+    policy = build_policy("gradient", SloSpec.from_options(p95="250ms"), setpoint="none")
+    inner = policy
+    while hasattr(inner, "inner"):
+        inner = inner.inner
+    assert isinstance(inner, GradientPolicy)
+    assert inner.setpoint is None
 
 
 def test_search_ramps_then_bisects_then_holds_at_the_highest_safe_rate() -> None:
