@@ -283,17 +283,21 @@ class JtlFollower:
             self._restart(f"shrank from {self._pos} to {size} bytes (truncated)")
             self._pos = 0
         grew = False
+        caught_up = False
         remaining = self.read_bytes
         while remaining > 0:
             data = self._read(min(remaining, self.chunk_bytes))
             if not data:
+                caught_up = True
                 break
             grew = True
             remaining -= len(data)
             parts += self._feed(data)
             if self._decoder is None:
                 break
-        self._check_buffering(grew)
+        # Only a poll that reached the end of what JMeter has written says anything about
+        # how JMeter writes (reading a long file in pieces always ends mid-row).
+        self._check_buffering(grew and caught_up)
         return self._select(parts)
 
     def batches(self) -> Iterator[SampleBatch]:

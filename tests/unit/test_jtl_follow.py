@@ -116,3 +116,11 @@ def test_offline_batches_cover_the_whole_file(tmp_path: Path) -> None:
     got = [int(x) for b in f.batches() for x in b.elapsed_ms]
     assert got == list(range(40))
     assert f.status().records == 41
+
+
+def test_reading_a_long_file_in_pieces_is_not_called_buffered(tmp_path: Path) -> None:
+    jtl = tmp_path / "r.jtl"
+    jtl.write_text(HEADER + "".join(ROWS * 20))
+    f = JtlFollower(jtl, chunk_bytes=1000, read_bytes=1000)
+    assert sum(len(b) for b in f.batches()) == 800
+    assert not f.buffered_suspected

@@ -119,3 +119,17 @@ def test_any_byte_split_gives_the_same_rows(cuts: list[int]) -> None:
     rows, bad = decode(DOC, cuts)
     assert rows == whole
     assert bad.count == 0
+
+
+def test_cut_short_parent_transaction_keeps_its_children() -> None:
+    # JMeter 5.6.3 at test end: a "generate parent sample" controller with an empty message.
+    data = (
+        PROLOG
+        + sample(20, 1000, "tx", rm=TXP, tag="sample", children=nested(8, 1001, "c")).encode()
+        + sample(9, 1010, "tx", rm="", tag="sample", children=nested(9, 1011, "c")).encode()
+    )
+    rows, bad = decode(data)
+    assert bad.count == 0
+    assert [(r[3], r[4], r[5]) for r in rows] == [
+        ("tx", True, False), ("c", False, False), ("tx", True, False), ("c", False, False),
+    ]  # fmt: skip
