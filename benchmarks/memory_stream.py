@@ -46,9 +46,10 @@ def main() -> None:
         steps += 1
         max_window = max(max_window, len(window))
         done = follower.bytes_read / size
-        if "10%" not in marks and done >= 0.10:
-            marks["10%"] = {"rss_mb": proc.memory_info().rss / 1e6,
-                            "rows": follower.selector.counted}  # fmt: skip
+        for pct in (10, 25, 50, 75):
+            if f"{pct}%" not in marks and done >= pct / 100:
+                marks[f"{pct}%"] = {"rss_mb": proc.memory_info().rss / 1e6,
+                                    "rows": follower.selector.counted}  # fmt: skip
     marks["100%"] = {"rss_mb": proc.memory_info().rss / 1e6, "rows": follower.selector.counted}
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
     result = {
@@ -59,6 +60,7 @@ def main() -> None:
         "baseline_rss_mb": baseline / 1e6,
         "rss_10pct_mb": marks["10%"]["rss_mb"],
         "rss_100pct_mb": marks["100%"]["rss_mb"],
+        "rss_mb_by_progress": {k: round(v["rss_mb"], 1) for k, v in marks.items()},
         "peak_rss_mb": peak_mb,
         "rss_100_over_10": marks["100%"]["rss_mb"] / marks["10%"]["rss_mb"],
         "max_samples_held": max_window,
@@ -71,6 +73,7 @@ def main() -> None:
         f"{result['rss_10pct_mb']:.0f} MB; at 100% {result['rss_100pct_mb']:.0f} MB "
         f"(ratio {result['rss_100_over_10']:.2f}); peak {peak_mb:.0f} MB"
     )
+    print(f"  RSS by progress: {result['rss_mb_by_progress']}")
     print(f"  most samples held by the window at once: {max_window}")
     print(json.dumps(result))
 

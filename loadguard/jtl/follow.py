@@ -301,14 +301,23 @@ class JtlFollower:
         return self._select(parts)
 
     def batches(self) -> Iterator[SampleBatch]:
-        """Offline replay: the file as it is now, batch by batch, then its held tail."""
-        while True:
-            before = self.bytes_read
-            batch = self.poll()
-            if len(batch):
-                yield batch
-            if self.bytes_read == before:
-                break
+        """Offline replay: the file as it is now, batch by batch, then its held tail.
+
+        Batches are one chunk (``chunk_bytes``) each, so a replay holds at most one
+        chunk's rows beyond the window (``poll`` reads up to ``read_bytes`` to catch up).
+        """
+        live_limit = self.read_bytes
+        self.read_bytes = self.chunk_bytes
+        try:
+            while True:
+                before = self.bytes_read
+                batch = self.poll()
+                if len(batch):
+                    yield batch
+                if self.bytes_read == before:
+                    break
+        finally:
+            self.read_bytes = live_limit
         tail = self.finish()
         if len(tail):
             yield tail
