@@ -37,6 +37,7 @@ from typing import Any
 from loadguard.errors import PolicyError
 from loadguard.policies.aimd import AimdPolicy
 from loadguard.policies.base import Decision, Policy
+from loadguard.policies.fixed import FixedPolicy
 from loadguard.policies.gradient import GradientPolicy
 from loadguard.policies.guards import (
     AutoStop,
@@ -59,6 +60,7 @@ POLICIES: dict[str, Callable[..., Policy]] = {
     "aimd": AimdPolicy,
     "gradient": GradientPolicy,
     "search": SearchPolicy,
+    "fixed": FixedPolicy,
 }
 
 #: Default actuation lag until the sidecar passes the Elastic Timer's measured one.

@@ -10,6 +10,7 @@ from loadguard.errors import PolicyError
 from loadguard.observation import Action, Observation, Zone
 from loadguard.policies import build_policy, parse_params
 from loadguard.policies.aimd import AimdPolicy
+from loadguard.policies.fixed import FixedPolicy
 from loadguard.policies.gradient import GradientPolicy
 from loadguard.policies.search import SearchPolicy
 from loadguard.policies.threezone import ThreeZonePolicy
@@ -178,6 +179,12 @@ def test_search_backs_off_when_capacity_falls_while_holding() -> None:
     d = p.decide(obs(Zone.BREACH, now_ms=10_000), 100.0)
     assert d.action is Action.DECREASE
     assert p.lo is None
+
+
+@pytest.mark.parametrize("zone", list(Zone))
+def test_fixed_holds_whatever_the_zone(zone: Zone) -> None:
+    d = FixedPolicy().decide(obs(zone), 42.0)
+    assert (d.action, d.new_rate) == (Action.HOLD, 42.0)
 
 
 def test_build_policy_converts_string_params() -> None:
