@@ -26,14 +26,14 @@ from loadguard.window import Window
 _UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
 
 
-def parse_duration_ms(text: str, option: str) -> int:
+def parse_duration_ms(text: str, option: str, minimum_ms: int = 1) -> int:
     """``10s``, ``500ms``, ``2m``, ``1h`` (a bare number is seconds)."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*", text)
     if m is None:
         raise UsageError(f"{option} expects a duration such as 10s or 500ms, not {text!r}")
     value = float(m.group(1)) * _UNITS_MS[m.group(2) or "s"]
-    if value < 1:
-        raise UsageError(f"{option} must be at least 1 ms")
+    if value < minimum_ms:
+        raise UsageError(f"{option} must be at least {minimum_ms} ms")
     return round(value)
 
 
@@ -139,7 +139,7 @@ def metrics(
     """
     window_ms = parse_duration_ms(window, "--window")
     step_ms = parse_duration_ms(step, "--step")
-    slack_ms = parse_duration_ms(reorder_slack, "--reorder-slack") if reorder_slack != "0" else 0
+    slack_ms = parse_duration_ms(reorder_slack, "--reorder-slack", minimum_ms=0)
     if not jtl.exists():
         raise JtlError(f"no such JTL: {jtl}")
     for option, pattern in (("--labels", labels), ("--exclude-labels", exclude_labels)):
