@@ -30,6 +30,7 @@ from loadguard.actuator.engines import Actuator, DryRunActuator, Engine, EngineS
 from loadguard.console import ConsoleReporter
 from loadguard.decisions import DecisionLogWriter, check_writable
 from loadguard.errors import DecisionLogError, EngineError
+from loadguard.jmeter.bsh_loopback import write_loopback_server_file
 from loadguard.jmeter.home import JMeterHome
 from loadguard.jmeter.launch import JMeterProcess, LaunchSpec, free_tcp_pair, free_udp_port
 from loadguard.jtl.follow import JtlFollower
@@ -258,6 +259,21 @@ def prepare_plan(run: RunPlan, cfg: SidecarConfig) -> Path:
     return target
 
 
+def _warn_if_bsh_exposed(run: RunPlan) -> None:
+    """The user may replace the loopback-only BeanShell init file (``-J`` or after
+    ``--``): that is asking for the stock server on every interface, so say so loudly."""
+    overridden = any(k.startswith("beanshell.server.") for k in run.properties) or any(
+        a.startswith(("-Jbeanshell.server.", "--jmeterproperty=beanshell.server."))
+        for a in run.extra_args
+    )
+    if overridden:
+        log.warning(
+            "beanshell.server.* given by the user: LoadGuard's loopback-only BeanShell "
+            "server may be replaced by JMeter's stock one, which listens on ALL interfaces "
+            "(remote code execution for anyone reaching it; see docs/security.md)"
+        )
+
+
 def run_plan(run: RunPlan, cfg: SidecarConfig) -> tuple[LoopOutcome, int]:
     """Start JMeter on ``run.plan`` and drive it; returns the outcome and JMeter's exit code."""
     run.out_dir.mkdir(parents=True, exist_ok=True)
@@ -266,6 +282,7 @@ def run_plan(run: RunPlan, cfg: SidecarConfig) -> tuple[LoopOutcome, int]:
     bsh = free_tcp_pair()
     udp = free_udp_port()
     props = {RATE_PROPERTY: f"{rps_to_tpm(cfg.initial_rate):.6g}", **run.properties}
+    _warn_if_bsh_exposed(run)
     paths = cfg.paths
     spec = LaunchSpec(
         plan=plan_path,
@@ -276,6 +293,7 @@ def run_plan(run: RunPlan, cfg: SidecarConfig) -> tuple[LoopOutcome, int]:
         udp_port=udp,
         properties=props,
         extra_args=tuple(run.extra_args),
+        bsh_server_file=write_loopback_server_file(run.out_dir),
     )
     cfg = replace(cfg, engines=(Engine("127.0.0.1", bsh + 1),))
     follower = JtlFollower(paths.jtl, **cfg.follower_options)  # type: ignore[arg-type]

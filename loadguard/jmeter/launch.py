@@ -61,6 +61,9 @@ class LaunchSpec:
     udp_port: int
     properties: Mapping[str, str]
     extra_args: Sequence[str] = ()
+    #: BeanShell init file (``beanshell.server.file``); ``None``: none (the stock
+    #: all-interfaces server). ``run`` passes the loopback-only one (``bsh_loopback``).
+    bsh_server_file: Path | None = None
 
 
 def build_args(spec: LaunchSpec) -> list[str]:
@@ -74,7 +77,7 @@ def build_args(spec: LaunchSpec) -> list[str]:
         "-j",
         str(spec.log),
         f"-Jbeanshell.server.port={spec.bsh_port}",
-        "-Jbeanshell.server.file=",
+        f"-Jbeanshell.server.file={spec.bsh_server_file or ''}",
         "-Jjmeterengine.force.system.exit=true",
         f"-Jjmeterengine.nongui.port={spec.udp_port}",
         f"-Jjmeterengine.nongui.maxport={spec.udp_port}",
