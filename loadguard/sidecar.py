@@ -126,8 +126,12 @@ def drive(
     source: SampleSource,
     probe: object | None = None,
     on_end: Callable[[], None] | None = None,
+    stop_requested: threading.Event | None = None,
 ) -> LoopOutcome:
-    """Run the loop to its end and write the summary (and JUnit) whatever the ending."""
+    """Run the loop to its end and write the summary (and JUnit) whatever the ending.
+
+    ``stop_requested``: set by a signal that arrived before the loop existed (``run``
+    installs its handler before starting JMeter); the loop then ends at once."""
     preflight(cfg.paths)
     policy = build_policy(
         cfg.policy,
@@ -163,6 +167,8 @@ def drive(
             on_tick=console.update,
         )
         with _stop_on_signals(loop):
+            if stop_requested is not None and stop_requested.is_set():
+                loop.request_stop("signal")
             try:
                 outcome = loop.run(cfg.initial_rate, on_end)
             except DecisionLogError as exc:
@@ -220,7 +226,10 @@ class ProcessProbe:
             return None
         if code == 0:
             return "jmeter_exited"
-        return "engine_lost" if code < 0 or code >= 128 else "jmeter_failed"
+        reason = "engine_lost" if code < 0 or code >= 128 else "jmeter_failed"
+        how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+        log.error("%s: JMeter (pid %d) ended unexpectedly, %s", reason, self.proc.pid, how)
+        return reason
 
 
 @dataclass(frozen=True)
@@ -297,10 +306,38 @@ def run_plan(run: RunPlan, cfg: SidecarConfig) -> tuple[LoopOutcome, int]:
     )
     cfg = replace(cfg, engines=(Engine("127.0.0.1", bsh + 1),))
     follower = JtlFollower(paths.jtl, **cfg.follower_options)  # type: ignore[arg-type]
-    proc = JMeterProcess(run.jmeter, spec)
-    codes: list[int] = []
-    try:
-        outcome = drive(cfg, follower, ProcessProbe(proc), on_end=lambda: codes.append(proc.stop()))
-    finally:
-        codes.append(proc.stop())  # idempotent; covers an early failure
+    early = threading.Event()
+    with _hold_signals(early):
+        # From here a SIGTERM/SIGINT can no longer kill the sidecar between starting
+        # JMeter (its own session: it would be orphaned) and the loop's own handler.
+        proc = JMeterProcess(run.jmeter, spec)
+        codes: list[int] = []
+        try:
+            outcome = drive(
+                cfg,
+                follower,
+                ProcessProbe(proc),
+                on_end=lambda: codes.append(proc.stop()),
+                stop_requested=early,
+            )
+        finally:
+            codes.append(proc.stop())  # idempotent; covers an early failure
     return outcome, codes[0]
+
+
+@contextlib.contextmanager
+def _hold_signals(flag: threading.Event) -> Iterator[None]:
+    """Turn SIGINT/SIGTERM into ``flag`` (main thread only) for the ``with`` block."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        flag.set()
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)

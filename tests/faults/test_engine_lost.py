@@ -1,0 +1,59 @@
+"""Fault 1: JMeter is SIGKILLed under ``loadguard run``.
+
+The sidecar must notice within two ticks, stop with ``engine_lost`` (summary.json and a
+log line), write the summary, exit 3, and leave no JMeter behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from loadguard.jmeter.home import JMeterHome
+from loadguard.target.model import build_model
+from loadguard.target.runner import RunningTarget, running_target
+from tests.faults.helpers import jmeter_pids, read_decisions, run_args, sidecar, wait_for
+
+pytestmark = pytest.mark.jmeter
+
+TICK_MS = 1000
+
+
+@pytest.fixture()
+def target() -> Iterator[RunningTarget]:
+    with running_target(build_model("mmc", workers=4, queue=200, service_s=0.020)) as t:
+        yield t
+
+
+def test_sigkilled_jmeter_ends_the_run_with_engine_lost_and_exit_3(
+    jmeter_home: JMeterHome, target: RunningTarget, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    decisions = out / "decisions.csv"
+    with sidecar(run_args(out, target.port, "2m"), tmp_path, str(out)) as proc:
+        assert wait_for(lambda: len(read_decisions(decisions)) >= 4, 60), "no ticks"
+        pids = jmeter_pids(str(out))
+        assert len(pids) == 1
+        killed_ms = int(time.time() * 1000)
+        os.kill(pids[0], signal.SIGKILL)
+        _, err = proc.communicate(timeout=30)
+        exited_ms = int(time.time() * 1000)
+    assert proc.returncode == 3, err[-2000:]
+    assert "Traceback" not in err
+    assert "engine_lost: JMeter" in err and "killed by signal 9" in err
+    assert "stop: engine_lost" in err
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["stop_reason"] == "engine_lost"
+    rows = read_decisions(decisions)
+    after = [r for r in rows if int(r["epoch_ms"]) > killed_ms]
+    # Noticed within two ticks: at most two decisions were made after the kill.
+    assert len(after) <= 2, after
+    assert exited_ms - killed_ms < 2 * TICK_MS + 3000
+    assert not jmeter_pids(str(out))
+    print(f"\nengine_lost: ticks after kill={len(after)}, kill->exit {exited_ms - killed_ms} ms")
