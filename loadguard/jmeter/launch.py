@@ -132,22 +132,31 @@ class JMeterProcess:
 
     def stop(self, grace_s: float = 10.0, now_s: float = 5.0) -> int:
         """Stop JMeter in escalating steps; returns its exit code. Idempotent."""
-        if self.alive():
+        # Shutdown is repeated: a JVM still booting has no UDP listener yet and drops it.
+        if self.alive() and not self._command_until_exit("Shutdown", grace_s):
             with contextlib.suppress(OSError):
-                send_udp_command(self.spec.udp_port, "Shutdown")
-            if not self._wait(grace_s):
-                with contextlib.suppress(OSError):
-                    send_udp_command(self.spec.udp_port, "StopTestNow")
-                if not self._wait(now_s):
-                    self._signal_group(signal.SIGTERM)
-                    if not self._wait(5.0):
-                        self._signal_group(signal.SIGKILL)
-                        self._wait(5.0)
+                send_udp_command(self.spec.udp_port, "StopTestNow")
+            if not self._wait(now_s):
+                self._signal_group(signal.SIGTERM)
+                if not self._wait(5.0):
+                    self._signal_group(signal.SIGKILL)
+                    self._wait(5.0)
         # The JVM may have left children in its session (none expected); sweep them.
         self._signal_group(signal.SIGKILL)
         self._out.close()
         code = self.proc.poll()
         return -9 if code is None else code
+
+    def _command_until_exit(self, command: str, seconds: float, every_s: float = 0.5) -> bool:
+        deadline = time.monotonic() + seconds
+        while True:
+            with contextlib.suppress(OSError):
+                send_udp_command(self.spec.udp_port, command)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return not self.alive()
+            if self._wait(min(every_s, remaining)):
+                return True
 
     def _wait(self, seconds: float) -> bool:
         try:
