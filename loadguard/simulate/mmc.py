@@ -68,9 +68,7 @@ def response_tail(t_s: float, arrival_rps: float, servers: int, mean_service_s: 
     return (1.0 - c) * e_mu + c * hypo
 
 
-def response_quantile(
-    q: float, arrival_rps: float, servers: int, mean_service_s: float
-) -> float:
+def response_quantile(q: float, arrival_rps: float, servers: int, mean_service_s: float) -> float:
     """The q-quantile of the response time, in seconds."""
     if not 0.0 < q < 1.0:
         raise SimulationError("quantile must be in (0, 1)")
