@@ -32,11 +32,12 @@ Order: threads finish out of order, and a reader may hand a sample over after a 
 file read ahead), and samples with ``end <= now - W`` are evicted. Memory is therefore
 O(samples with end > now - W), never O(test length).
 
-Layout: each added batch becomes a *run* sorted by ``end`` (files are nearly in
-completion order, so the stable sort is close to linear). ``stats`` binary-searches every
-run for ``(now - W, now]``, drops evicted prefixes, and partitions the window's elapsed
-values at the ranks the percentiles need (``np.partition``, linear time): a tick costs
-O(runs log n + w) for w samples in the window and a handful of labels.
+Layout: each added batch is split by label into *runs* sorted by ``end`` (files are nearly
+in completion order, so the stable sorts are close to linear), so a sample is grouped once,
+when added, not once per window it falls in. ``stats`` binary-searches every run for
+``(now - W, now]``, drops evicted prefixes, sorts each label's elapsed values (numpy's
+vectorised sort beats ``np.partition`` at the nine ranks needed) and merges the sorted
+labels for the overall figures: a tick costs O(runs log n + w log w) for w samples.
 """
 
 from __future__ import annotations
@@ -59,16 +60,12 @@ BOOL = npt.NDArray[np.bool_]
 
 # Elapsed values are clipped to 0 .. 2^40 - 1 ms (35 years).
 _ELAPSED_MASK = (1 << 40) - 1
-# Up to this many labels in a window, each label's samples are picked by a comparison.
-_MASK_LABELS = 8
+# A label with more runs than this has them merged into one (live ticks add one a tick).
+_MAX_RUNS = 32
 
 
 def linear_percentiles(sorted_values: npt.NDArray[np.int64], qs: tuple[float, ...]) -> list[float]:
-    """Exact percentiles (numpy ``method="linear"``) of an ascending, non-empty array.
-
-    Only ranks ``floor(h)`` and ``floor(h) + 1`` are read, so an array partitioned at
-    those ranks (``np.partition``) serves as well as a sorted one.
-    """
+    """Exact percentiles (numpy ``method="linear"``) of an ascending, non-empty array."""
     n = len(sorted_values)
     out: list[float] = []
     for q in qs:
@@ -87,14 +84,11 @@ def linear_percentiles(sorted_values: npt.NDArray[np.int64], qs: tuple[float, ..
 
 @dataclass(slots=True)
 class _Run:
-    """Samples held by the window, columnar and sorted by ``end``; ``code`` indexes
-    ``Window._labels``. Each added batch becomes one run."""
+    """Samples of one label, columnar and sorted by ``end``: one per label per added batch."""
 
     end: I64
     elapsed: I64
     ok: BOOL
-    code: I64
-    overall: BOOL
 
     def __len__(self) -> int:
         return len(self.end)
@@ -104,19 +98,19 @@ class _Run:
         if start * 2 >= len(self.end):
             # Copy, so that the evicted prefix is freed (amortised O(1) per sample).
             return _Run(
-                self.end[start:].copy(),
-                self.elapsed[start:].copy(),
-                self.ok[start:].copy(),
-                self.code[start:].copy(),
-                self.overall[start:].copy(),
+                self.end[start:].copy(), self.elapsed[start:].copy(), self.ok[start:].copy()
             )
-        return _Run(
-            self.end[start:],
-            self.elapsed[start:],
-            self.ok[start:],
-            self.code[start:],
-            self.overall[start:],
-        )
+        return _Run(self.end[start:], self.elapsed[start:], self.ok[start:])
+
+
+def _merge(runs: list[_Run]) -> _Run:
+    end = np.concatenate([r.end for r in runs])
+    order = np.argsort(end, kind="stable")
+    return _Run(
+        end[order],
+        np.concatenate([r.elapsed for r in runs])[order],
+        np.concatenate([r.ok for r in runs])[order],
+    )
 
 
 class Window:
@@ -125,7 +119,7 @@ class Window:
     ``malformed_rows`` is read at every ``stats`` call (the reader's running count).
     ``overall_excludes`` names labels that get their own per-label statistics but are left
     out of ``overall`` (Transaction Controller rows under ``--transactions``: their
-    children are already counted once).
+    children are already counted once); it is read at every ``stats`` call too.
     """
 
     def __init__(
@@ -142,17 +136,16 @@ class Window:
         self.by_label = by_label
         self._malformed_rows = malformed_rows
         self._overall_excludes = overall_excludes
-        self._runs: list[_Run] = []
+        self._runs: dict[int, list[_Run]] = {}  # label code -> runs
         self._labels: list[str] = []
         self._codes: dict[str, int] = {}
         self._newest: int | None = None
         self._last_now: int | None = None
-        self._excluded_seen: frozenset[str] = frozenset()
         self.late_samples = 0
         """Samples added after a ``stats`` call whose window had already passed them."""
 
     def __len__(self) -> int:
-        return sum(len(r) for r in self._runs)
+        return sum(len(r) for runs in self._runs.values() for r in runs)
 
     def _label_codes(self, labels: npt.NDArray[np.object_]) -> I64:
         codes, uniques = pd.factorize(labels)
@@ -171,13 +164,6 @@ class Window:
             self._labels.append(key)
         return code
 
-    def _overall_mask(self, codes: I64) -> BOOL:
-        excluded = self._overall_excludes() if self._overall_excludes is not None else ()
-        if not excluded:
-            return np.ones(len(codes), np.bool_)
-        bad = [self._codes[name] for name in excluded if name in self._codes]
-        return ~np.isin(codes, np.asarray(bad, np.int64))
-
     def add(self, batch: SampleBatch) -> None:
         """Take a batch of samples, in any order relative to earlier batches."""
         if len(batch) == 0:
@@ -187,122 +173,109 @@ class Window:
         elapsed = np.clip(np.asarray(batch.elapsed_ms, np.int64), 0, _ELAPSED_MASK)
         codes = self._label_codes(batch.label)
         ok = np.asarray(batch.success, np.bool_)
-        overall = self._overall_mask(codes)
         if len(end) > 1 and bool((end[1:] < end[:-1]).any()):
             # Files are nearly in completion order: a stable sort is close to linear.
             order = np.argsort(end, kind="stable")
-            end, elapsed, ok, codes, overall = (
-                end[order],
-                elapsed[order],
-                ok[order],
-                codes[order],
-                overall[order],
-            )
-        self._runs.append(_Run(end, elapsed, ok, codes, overall))
+            end, elapsed, ok, codes = end[order], elapsed[order], ok[order], codes[order]
         top = int(end[-1])
         if self._newest is None or top > self._newest:
             self._newest = top
         if self._last_now is not None and int(end[0]) <= self._last_now:
             self.late_samples += int(np.searchsorted(end, self._last_now, side="right"))
+        first = int(codes[0])
+        if bool((codes == first).all()):
+            self._append(first, _Run(end, elapsed, ok))
+            return
+        # One run per label: a stable sort by label keeps each label's samples in end order.
+        small = codes.astype(np.int32) if len(self._labels) < 2**31 else codes
+        by_label = np.argsort(small, kind="stable")
+        grouped = codes[by_label]
+        cuts = np.flatnonzero(grouped[1:] != grouped[:-1]) + 1
+        starts = np.concatenate(([0], cuts)).tolist()
+        stops = [*cuts.tolist(), len(grouped)]
+        for a, b in zip(starts, stops, strict=True):
+            idx = by_label[a:b]
+            self._append(int(grouped[a]), _Run(end[idx], elapsed[idx], ok[idx]))
+
+    def _append(self, code: int, run: _Run) -> None:
+        runs = self._runs.setdefault(code, [])
+        runs.append(run)
+        if len(runs) > _MAX_RUNS:
+            self._runs[code] = [_merge(runs)]
 
     def stats(self, now_ms: int) -> WindowStats:
         """Statistics over samples with ``end`` in ``(now_ms - window_ms, now_ms]``."""
         now = int(now_ms)
         lo = now - self.window_ms
         self._last_now = now if self._last_now is None else max(self._last_now, now)
-        runs: list[_Run] = []
-        parts: list[tuple[_Run, int]] = []
-        for run in self._runs:
-            first = int(np.searchsorted(run.end, lo, side="right"))  # evict end <= lo
-            if first == len(run):
-                continue
-            if first:
-                run = run.tail(first)
-            runs.append(run)
-            stop = int(np.searchsorted(run.end, now, side="right"))  # end <= now
-            if stop:
-                parts.append((run, stop))
-        self._runs = runs
-        malformed = self._malformed_rows() if self._malformed_rows is not None else 0
+        excluded = self._overall_excludes() if self._overall_excludes is not None else ()
         seconds = self.window_ms / 1000.0
-        if not parts:
-            return WindowStats(now, self.window_ms, LabelStats.empty(), {}, malformed, self._newest)
-        if len(parts) == 1:
-            run, stop = parts[0]
-            elapsed, ok, code, overall = (
-                run.elapsed[:stop],
-                run.ok[:stop],
-                run.code[:stop],
-                run.overall[:stop],
-            )
-        else:
-            elapsed = np.concatenate([r.elapsed[:k] for r, k in parts])
-            ok = np.concatenate([r.ok[:k] for r, k in parts])
-            code = np.concatenate([r.code[:k] for r, k in parts])
-            overall = np.concatenate([r.overall[:k] for r, k in parts])
-        if overall.all():
-            overall_stats = _label_stats(elapsed, int(np.count_nonzero(ok)), seconds)
-        else:
-            overall_stats = _label_stats(
-                elapsed[overall], int(np.count_nonzero(ok[overall])), seconds
-            )
         labels: dict[str, LabelStats] = {}
-        if self.by_label:
-            labels = self._per_label(elapsed, ok, code, seconds)
-        return WindowStats(now, self.window_ms, overall_stats, labels, malformed, self._newest)
+        overall_parts: list[I64] = []
+        overall_ok = 0
+        empty: list[int] = []
+        for code, runs in self._runs.items():
+            kept: list[_Run] = []
+            parts: list[tuple[_Run, int]] = []
+            for run in runs:
+                first = int(np.searchsorted(run.end, lo, side="right"))  # evict end <= lo
+                if first == len(run):
+                    continue
+                if first:
+                    run = run.tail(first)
+                kept.append(run)
+                stop = int(np.searchsorted(run.end, now, side="right"))  # end <= now
+                if stop:
+                    parts.append((run, stop))
+            if not kept:
+                empty.append(code)
+                continue
+            runs[:] = kept
+            if not parts:
+                continue
+            if len(parts) == 1:
+                run, stop = parts[0]
+                values = run.elapsed[:stop]
+                ok_count = int(np.count_nonzero(run.ok[:stop]))
+            else:
+                values = np.concatenate([r.elapsed[:k] for r, k in parts])
+                ok_count = sum(int(np.count_nonzero(r.ok[:k])) for r, k in parts)
+            name = self._labels[code]
+            if self.by_label:
+                values = np.sort(values)
+                labels[name] = _label_stats(values, ok_count, seconds)
+            if name not in excluded:
+                overall_parts.append(values)
+                overall_ok += ok_count
+        for code in empty:
+            del self._runs[code]
+        malformed = self._malformed_rows() if self._malformed_rows is not None else 0
+        if not overall_parts:
+            overall = LabelStats.empty()
+        elif len(overall_parts) == 1:
+            only = overall_parts[0]
+            overall = _label_stats(only if self.by_label else np.sort(only), overall_ok, seconds)
+        else:
+            # Sorted per-label runs: a stable (merge) sort of their concatenation is cheap.
+            merged = np.sort(np.concatenate(overall_parts), kind="stable")
+            overall = _label_stats(merged, overall_ok, seconds)
+        return WindowStats(now, self.window_ms, overall, labels, malformed, self._newest)
 
-    def _per_label(
-        self, elapsed: I64, ok: BOOL, code: I64, seconds: float
-    ) -> dict[str, LabelStats]:
-        counts = np.bincount(code, minlength=len(self._labels))
-        present = np.flatnonzero(counts)
-        oks = np.bincount(code, weights=ok.astype(np.float64), minlength=len(self._labels))
-        out: dict[str, LabelStats] = {}
-        if len(present) <= _MASK_LABELS:
-            # A few labels: one comparison per label beats grouping.
-            for c in present.tolist():
-                values = elapsed if len(present) == 1 else elapsed[code == c]
-                out[self._labels[c]] = _label_stats(values, int(oks[c]), seconds)
-            return out
-        # Many labels: group once (a stable sort of small integer codes), then select.
-        order = np.argsort(code, kind="stable")
-        grouped = elapsed[order]
-        bounds = np.concatenate(([0], np.cumsum(counts[present])))
-        for c, a, b in zip(
-            present.tolist(), bounds[:-1].tolist(), bounds[1:].tolist(), strict=True
-        ):
-            out[self._labels[c]] = _label_stats(grouped[a:b], int(oks[c]), seconds)
-        return out
 
-
-def _order_statistics(values: I64, qs: tuple[float, ...]) -> tuple[I64, list[int]]:
-    """``values`` partitioned so that the ranks the percentiles of ``qs`` need (and the
-    maximum) sit in their sorted places: O(n) instead of a full sort."""
-    n = len(values)
-    ranks = {n - 1}
-    for q in qs:
-        k = int(np.floor((n - 1) * q / 100.0))
-        ranks.update((k, min(k + 1, n - 1)))
-    kth = sorted(ranks)
-    return np.partition(values, kth), kth
-
-
-def _label_stats(elapsed: I64, ok_count: int, seconds: float) -> LabelStats:
-    n = len(elapsed)
+def _label_stats(sorted_elapsed: I64, ok_count: int, seconds: float) -> LabelStats:
+    n = len(sorted_elapsed)
     if n == 0:
         return LabelStats.empty()
-    part, _ = _order_statistics(elapsed, PERCENTILES)
-    # linear_percentiles reads only ranks k and k+1 of each percentile: in place in part.
-    p50, p90, p95, p99 = linear_percentiles(part, PERCENTILES)
+    p50, p90, p95, p99 = linear_percentiles(sorted_elapsed, PERCENTILES)
     return LabelStats(
         count=n,
         rps=n / seconds,
         ok_rps=ok_count / seconds,
         error_rate=(n - ok_count) / n,
-        mean_ms=float(elapsed.sum()) / n,
+        mean_ms=float(sorted_elapsed.sum()) / n,
         p50_ms=p50,
         p90_ms=p90,
         p95_ms=p95,
         p99_ms=p99,
-        max_ms=float(part[n - 1]),
+        max_ms=float(sorted_elapsed[-1]),
     )
