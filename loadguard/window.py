@@ -187,7 +187,8 @@ class Window:
             self._append(first, _Run(end, elapsed, ok))
             return
         # One run per label: a stable sort by label keeps each label's samples in end order.
-        small = codes.astype(np.int32) if len(self._labels) < 2**31 else codes
+        # numpy sorts 16-bit keys stably by radix sort: linear time.
+        small = codes.astype(np.int16) if len(self._labels) < 2**15 else codes
         by_label = np.argsort(small, kind="stable")
         grouped = codes[by_label]
         cuts = np.flatnonzero(grouped[1:] != grouped[:-1]) + 1
