@@ -12,8 +12,10 @@ raises for a failed push or a bad row: those are logged (``applied=false``,
 because then decisions could no longer be accounted for.
 
 Rate bookkeeping: ``applied_rate`` is what the engines last acknowledged (what JMeter
-is really running); the policy decides from it, so a push that failed is simply decided
-again next tick, which re-asserts the rate once the port comes back.
+is really running); the policy decides from it. After a failed push (or an initial push
+that never landed) ``rate_confirmed`` is false and the next decision is pushed even if it
+leaves the rate unchanged, so the rate is re-asserted as soon as the port comes back and
+every row logged meanwhile says ``applied=false``.
 """
 
 from __future__ import annotations
@@ -176,6 +178,9 @@ class ControlLoop:
         self.stop_event = threading.Event()
         self.stop_reason: str | None = None
         self.applied_rate = 0.0
+        # False until the engines acknowledge ``applied_rate`` (and again after a failed
+        # push): the rate is then pushed every tick, even a HOLD, until it is confirmed.
+        self.rate_confirmed = False
         self.started_ms = 0
         self.last_sample_ms: int | None = None
         self.last_growth_ms = 0
@@ -194,10 +199,12 @@ class ControlLoop:
         current = self.actuator.read_rate()
         if current is not None and current > 0:
             self.applied_rate = current
+            self.rate_confirmed = True
             log.info("resuming from the engine's rate %.3f req/s", current)
             return None
         self.applied_rate = initial_rate
         push = self.actuator.push(initial_rate)
+        self.rate_confirmed = push.applied
         if not push.applied:
             log.warning("initial push of %.3f req/s not applied yet; will retry", initial_rate)
         return push
@@ -231,11 +238,14 @@ class ControlLoop:
 
     def _actuate(self, decision: Decision) -> PushResult:
         target = decision.new_rate
-        if abs(target - self.applied_rate) < 1e-9:
+        if abs(target - self.applied_rate) < 1e-9 and self.rate_confirmed:
             return PushResult(rate_rps=target, applied=True, acks=())
         push = self.actuator.push(target)
         if push.applied:
             self.applied_rate = target
+        # A failed push may still have reached an engine (a reply lost after the write):
+        # re-assert whatever is decided next, even an unchanged rate.
+        self.rate_confirmed = push.applied
         return push
 
     # -- the loop ----------------------------------------------------------------
