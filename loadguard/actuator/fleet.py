@@ -1,0 +1,294 @@
+"""A distributed JMeter fleet as one elastic load (the adapter around ``engine_health``).
+
+``FleetActuator`` is an ``EngineSet`` that knows which engines are alive. Every push
+splits the total over the *live* engines only (``engine_health.allocate``: weights, an
+optional per-engine ceiling) and gives lost engines the floor rate. It learns of a loss
+from two places:
+
+* its own pushes (an engine that stops answering), inside ``push``; the share is moved
+  by a second push in the same call;
+* the controller's JTL, through ``FleetSource``: each poll's samples are attributed to
+  engines by their ``threadName`` prefix (the ``-R`` entry), and an engine whose samples
+  vanished is marked lost; the total is pushed again at once over the survivors, even
+  when the policy holds the rate (the loop pushes only on a change).
+
+``FleetLogWriter`` puts the acks of such a re-push into that tick's ``engine_ack``
+column when the tick pushed nothing itself, so every change of membership is in the
+decision log, e.g. ``127.0.0.1:13201=0.1!lost: no samples for 5.2s ...``.
+
+``JtlLagWatch`` warns (once) when samples keep reaching the JTL long after they ended:
+the sample sender (``mode=StrippedBatch``, JMeter's default) or a buffered writer.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from loadguard.actuator.elastic_timer import TPM_PER_RPS
+from loadguard.actuator.engine_health import (
+    EngineChange,
+    EngineState,
+    FleetHealth,
+    HealthSettings,
+    allocate,
+)
+from loadguard.actuator.engines import Engine, EngineAck, EngineSet, PushResult
+from loadguard.decisions import DecisionRow
+from loadguard.errors import UsageError
+from loadguard.jmeter.remote import thread_owner
+from loadguard.jtl.sample import SampleBatch
+from loadguard.loop import SampleSource
+
+log = logging.getLogger(__name__)
+
+
+def wall_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def format_acks(acks: Sequence[EngineAck]) -> str:
+    """The decision log's ``engine_ack`` form (as ``loop.row_from`` writes it)."""
+    return ";".join(
+        f"{a.engine}={'' if a.rate_rps is None else round(a.rate_rps, 3)}"
+        + ("" if a.ok else f"!{(a.error or 'failed').replace(';', ',')[:80]}")
+        for a in acks
+    )
+
+
+class FleetActuator(EngineSet):
+    """Pushes a total rate to the live engines of a fleet; see the module docstring.
+
+    ``prefixes[i]`` is engine ``i``'s threadName prefix in the controller JTL (empty:
+    no sample tracking, loss is judged from pushes only). ``engine_max_rps`` is the most
+    one engine may be given (its threads' capacity)."""
+
+    def __init__(
+        self,
+        engines: Sequence[Engine],
+        *,
+        prefixes: Sequence[str] = (),
+        health: HealthSettings | None = None,
+        engine_max_rps: float | None = None,
+        now_ms: Callable[[], int] = wall_ms,
+        **kwargs: object,
+    ) -> None:
+        super().__init__(engines, **kwargs)  # type: ignore[arg-type]
+        if prefixes and len(prefixes) != len(engines):
+            raise UsageError(
+                f"{len(prefixes)} remote engine(s) for {len(engines)} BeanShell engine(s): "
+                "give one --remote entry per --engine, in the same order"
+            )
+        if engine_max_rps is not None and not (
+            math.isfinite(engine_max_rps) and engine_max_rps > 0
+        ):
+            raise UsageError("--engine-max-rate must be a positive rate")
+        settings = health or HealthSettings()
+        if not prefixes:
+            settings = replace(settings, track_samples=False)
+        self.prefixes = tuple(prefixes)
+        self.cap = engine_max_rps
+        self._now_ms = now_ms
+        self.health = FleetHealth([e.name for e in self.engines], settings, now_ms())
+        self.total: float | None = None
+        self.shares: dict[str, float] = {}
+        self.changes: list[EngineChange] = []
+        self._lost_reason: dict[str, str] = {}
+        self._owner: dict[str, int | None] = {}
+        self._unknown_warned = False
+        self._unreported: tuple[EngineAck, ...] | None = None
+
+    # -- pushing -----------------------------------------------------------------------
+
+    def push(self, rate_rps: float) -> PushResult:
+        if not (isinstance(rate_rps, int | float) and math.isfinite(rate_rps)):
+            return super().push(rate_rps)  # the refusal path
+        rate = max(float(rate_rps), self.floor_rps)
+        self.total = rate
+        result = self._push_total(rate)
+        if self._evaluate(self._now_ms()):
+            result = self._push_total(rate)  # move the lost engine's share now
+        self._unreported = None  # this push's acks are the tick's own
+        return result
+
+    def _push_total(self, rate: float) -> PushResult:
+        live_names = set(self.health.live())
+        live = [e.name in live_names for e in self.engines]
+        shares = allocate(
+            rate, [e.weight for e in self.engines], live, cap_rps=self.cap, floor_rps=self.floor_rps
+        )
+        acks = self._fan_out(
+            [
+                (e, functools.partial(self._set_one, tpm=s * TPM_PER_RPS))
+                for e, s in zip(self.engines, shares, strict=True)
+            ]
+        )
+        for a in acks:
+            self.health.record_push(a.engine, a.ok)
+        self.shares = {e.name: s for e, s in zip(self.engines, shares, strict=True)}
+        everyone = not any(live)
+        out: list[EngineAck] = []
+        for a, is_live in zip(acks, live, strict=True):
+            if is_live or everyone:
+                out.append(a)
+            else:
+                note = f"lost: {self._lost_reason.get(a.engine, 'unknown')}"
+                out.append(EngineAck(a.engine, False, a.rate_rps, note, a.elapsed_ms))
+        counted = [a for a, is_live in zip(acks, live, strict=True) if is_live or everyone]
+        pushed = sum(s for s, is_live in zip(shares, live, strict=True) if is_live or everyone)
+        return PushResult(pushed, all(a.ok for a in counted), tuple(out))
+
+    # -- watching the JTL ----------------------------------------------------------------
+
+    def observe(self, batch: SampleBatch, now_ms: int) -> None:
+        """Attribute a poll's samples to engines by threadName prefix."""
+        if not self.prefixes or not len(batch):
+            return
+        names = np.unique(batch.thread_name.astype(str))
+        seen: set[int] = set()
+        for name in names:
+            key = str(name)
+            if key not in self._owner:
+                self._owner[key] = thread_owner(key, self.prefixes)
+            owner = self._owner[key]
+            if owner is not None:
+                seen.add(owner)
+            elif not self._unknown_warned:
+                self._unknown_warned = True
+                log.warning(
+                    "JTL thread %r matches no --remote entry (%s): its samples count in the "
+                    "window but not for any engine",
+                    key,
+                    ", ".join(self.prefixes),
+                )
+        self.health.record_samples([self.engines[i].name for i in sorted(seen)], now_ms)
+
+    def check(self, now_ms: int) -> tuple[EngineChange, ...]:
+        """Apply the loss rules; on a change, push the last total again over the live
+        engines (its acks go to the next decision row)."""
+        if self.total is None:
+            return ()
+        waiting = [
+            e.name
+            for e in self.engines
+            if self.health.state(e.name) is EngineState.LOST
+            and self.health.seen_again(e.name)
+            and not self.health.answered_again(e.name)
+        ]
+        if waiting:  # its samples came back: does it answer too?
+            self._unreported = self._push_total(self.total).acks
+        changes = self._evaluate(now_ms)
+        if changes:
+            self._unreported = self._push_total(self.total).acks
+        return changes
+
+    def _evaluate(self, now_ms: int) -> tuple[EngineChange, ...]:
+        changes = self.health.evaluate(now_ms, self.shares)
+        for c in changes:
+            self.changes.append(c)
+            if c.state is EngineState.LOST:
+                self._lost_reason[c.engine] = c.reason
+                live = len(self.health.live())
+                log.warning(
+                    "engine %s lost: %s; its share moves to %d live engine(s)",
+                    c.engine,
+                    c.reason,
+                    live,
+                )
+            else:
+                self._lost_reason.pop(c.engine, None)
+                log.warning("engine %s is back: %s; shares rebalanced", c.engine, c.reason)
+        return changes
+
+    def take_unreported(self) -> str | None:
+        """The acks of a re-push not yet written to the decision log (then forgotten)."""
+        acks, self._unreported = self._unreported, None
+        return None if acks is None else format_acks(acks)
+
+
+class JtlLagWatch:
+    """Warns once when the newest sample of ``polls`` consecutive non-empty polls is
+    more than ``threshold_ms`` behind the wall clock (the first poll, which may read a
+    backlog, is not judged)."""
+
+    def __init__(self, threshold_ms: int = 3000, polls: int = 3) -> None:
+        self.threshold_ms = threshold_ms
+        self.lags: deque[int] = deque(maxlen=polls)
+        self.polls = 0
+        self.warning: str | None = None
+
+    def observe(self, batch: SampleBatch, now_ms: int) -> str | None:
+        if not len(batch):
+            return None
+        self.polls += 1
+        if self.polls == 1 or self.warning is not None:
+            return None
+        self.lags.append(now_ms - int(batch.end_ms.max()))
+        if len(self.lags) == self.lags.maxlen and min(self.lags) > self.threshold_ms:
+            self.warning = (
+                f"the JTL lags the test by {min(self.lags) / 1000:.1f}s or more: samples reach "
+                "it late, so every window describes the past. A distributed controller "
+                "batches them (mode=StrippedBatch): run it with -Jmode=StrippedAsynch "
+                "(loadguard run --remote does); a single JMeter needs "
+                "-Jjmeter.save.saveservice.autoflush=true"
+            )
+            log.warning("%s", self.warning)
+            return self.warning
+        return None
+
+
+class FleetSource:
+    """A ``SampleSource`` that feeds each poll to the fleet and the lag watch."""
+
+    def __init__(
+        self,
+        inner: SampleSource,
+        fleet: FleetActuator | None = None,
+        lag: JtlLagWatch | None = None,
+        now_ms: Callable[[], int] = wall_ms,
+    ) -> None:
+        self.inner = inner
+        self.fleet = fleet
+        self.lag = lag if lag is not None else JtlLagWatch()
+        self._now_ms = now_ms
+
+    @property
+    def malformed_rows(self) -> int:
+        return self.inner.malformed_rows
+
+    def poll(self) -> SampleBatch:
+        batch = self.inner.poll()
+        now = self._now_ms()
+        self.lag.observe(batch, now)
+        if self.fleet is not None:
+            self.fleet.observe(batch, now)
+            self.fleet.check(now)
+        return batch
+
+
+class FleetLogWriter:
+    """Wraps the decision log writer: a tick that pushed nothing itself carries the acks
+    of the fleet's re-push (an engine lost or back) in ``engine_ack``."""
+
+    def __init__(self, inner: object, fleet: FleetActuator) -> None:
+        self.inner = inner
+        self.fleet = fleet
+
+    def next_tick(self) -> int:
+        return int(self.inner.next_tick())  # type: ignore[attr-defined]
+
+    def append(self, row: DecisionRow) -> None:
+        note = self.fleet.take_unreported()
+        if note is not None and not row.engine_ack:
+            row = replace(row, engine_ack=note)
+        self.inner.append(row)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)

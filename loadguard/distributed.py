@@ -1,0 +1,133 @@
+"""``loadguard run --remote``: a distributed JMeter test driven as one elastic load.
+
+LoadGuard starts only the controller; the ``jmeter-server`` engines are the user's
+(started with a BeanShell port and a fixed RMI port, docs/distributed.md). Before the
+controller starts, every engine must answer on its BeanShell port and is given its share
+of ``--initial-rate`` (an engine in server mode runs its BeanShell server from boot, so
+the rate is in place before the first sample). Then the controller runs with a fresh
+sample sender (``mode=StrippedAsynch`` by default), its JTL feeds the window, the policy
+decides one total, and ``FleetActuator`` shares it over the live engines.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import replace
+
+from loadguard.actuator.elastic_timer import threads_needed
+from loadguard.actuator.fleet import FleetActuator, FleetSource
+from loadguard.errors import EngineError, UsageError
+from loadguard.jmeter.launch import free_udp_port
+from loadguard.jmeter.remote import ControllerProcess, ControllerSpec
+from loadguard.jtl.follow import JtlFollower
+from loadguard.loop import LoopOutcome
+from loadguard.sidecar import (
+    ProcessProbe,
+    RunPlan,
+    SidecarConfig,
+    _hold_signals,
+    drive,
+    preflight,
+    prepare_plan,
+)
+
+log = logging.getLogger(__name__)
+
+
+def check_fleet_config(cfg: SidecarConfig) -> None:
+    if not cfg.remotes:
+        raise UsageError("no --remote engine given")
+    if cfg.dry_run:
+        raise UsageError("--remote needs the engines' BeanShell ports: --dry-run is not supported")
+    if len(cfg.engines) != len(cfg.remotes):
+        raise UsageError(
+            f"{len(cfg.remotes)} --remote engine(s) but {len(cfg.engines)} --engine port(s): "
+            "give one --engine HOST:BSHPORT per remote engine, in the same order"
+        )
+
+
+def warn_thin_threads(cfg: SidecarConfig, threads: str | None) -> None:
+    """Each engine runs the whole plan: its threads must carry its largest share."""
+    p95 = cfg.spec.threshold("p95_ms")
+    if threads is None or p95 is None:
+        return
+    try:
+        per_engine = int(threads)
+    except ValueError:
+        return
+    weights = [e.weight for e in cfg.engines]
+    top = cfg.spec.max_rate * max(weights) / sum(weights)
+    if cfg.engine_max_rate is not None:
+        top = max(top, min(cfg.engine_max_rate, cfg.spec.max_rate))
+    need = threads_needed(top, p95)
+    if per_engine < need:
+        log.warning(
+            "threads=%d per engine may not carry %.1f req/s at p95 %.0f ms (need about %d): "
+            "each engine runs the whole plan with its own threads",
+            per_engine,
+            top,
+            p95,
+            need,
+        )
+
+
+def run_remote(run: RunPlan, cfg: SidecarConfig) -> tuple[LoopOutcome, int]:
+    """Start the controller on ``run.plan`` against ``cfg.remotes`` and drive the fleet."""
+    check_fleet_config(cfg)
+    run.out_dir.mkdir(parents=True, exist_ok=True)
+    preflight(cfg.paths)
+    warn_thin_threads(cfg, run.properties.get("threads"))
+    plan_path = prepare_plan(run, cfg)
+    fleet = FleetActuator(
+        cfg.engines,
+        prefixes=[r.thread_prefix for r in cfg.remotes],
+        engine_max_rps=cfg.engine_max_rate,
+        timeout_s=cfg.push_timeout_s,
+    )
+    first = fleet.push(cfg.initial_rate)
+    if not first.applied:
+        fleet.close()
+        bad = "; ".join(f"{a.engine}: {a.error}" for a in first.acks if not a.ok)
+        raise EngineError(
+            f"engine(s) not ready, nothing started: {bad} (start each engine with "
+            "jmeter-server -Jbeanshell.server.port=P and give --engine HOST:P+1)"
+        )
+    log.info("initial shares: %s", ", ".join(f"{k}={v:.3f}" for k, v in fleet.shares.items()))
+    paths = cfg.paths
+    spec = ControllerSpec(
+        # JMeter runs in the plan's folder: every path it gets must be absolute.
+        plan=plan_path.resolve(),
+        jtl=paths.jtl.resolve(),
+        log=(paths.jmeter_log or run.out_dir / "jmeter.log").resolve(),
+        stdout=paths.jmeter_stdout or run.out_dir / "jmeter.out",
+        udp_port=free_udp_port(),
+        remotes=cfg.remotes,
+        properties=dict(run.properties),
+        sample_sender=cfg.sample_sender,
+        extra_args=tuple(run.extra_args),
+    )
+    options = {**cfg.follower_options, "thread_names": True}
+    follower = JtlFollower(paths.jtl, **options)  # type: ignore[arg-type]
+    cfg = replace(cfg, follower_options=options)
+    early = threading.Event()
+    with _hold_signals(early):
+        proc = ControllerProcess(run.jmeter, spec)
+        codes: list[int] = []
+        try:
+            outcome = drive(
+                cfg,
+                FleetSource(follower, fleet),
+                ProcessProbe(proc),
+                on_end=lambda: codes.append(proc.stop()),
+                stop_requested=early,
+                actuator=fleet,
+            )
+        finally:
+            codes.append(proc.stop())
+            fleet.close()
+    outcome.extra["engine_changes"] = [
+        {"engine": c.engine, "state": str(c.state), "reason": c.reason, "at_ms": c.at_ms}
+        for c in fleet.changes
+    ]
+    return outcome, codes[0]
