@@ -27,12 +27,14 @@ from loadguard.actuator.elastic_timer import (
     rps_to_tpm,
 )
 from loadguard.actuator.engines import Actuator, DryRunActuator, Engine, EngineSet
+from loadguard.actuator.fleet import FleetActuator, FleetLogWriter, FleetSource
 from loadguard.console import ConsoleReporter
 from loadguard.decisions import DecisionLogWriter, check_writable
 from loadguard.errors import DecisionLogError, EngineError
 from loadguard.jmeter.bsh_loopback import write_loopback_server_file
 from loadguard.jmeter.home import JMeterHome
 from loadguard.jmeter.launch import JMeterProcess, LaunchSpec, free_tcp_pair, free_udp_port
+from loadguard.jmeter.remote import DEFAULT_SAMPLE_SENDER, RemoteEngine
 from loadguard.jtl.follow import JtlFollower
 from loadguard.junit import write_junit
 from loadguard.loop import ControlLoop, LoopOutcome, LoopSettings, SampleSource
@@ -85,6 +87,11 @@ class SidecarConfig:
     quiet: bool = False
     verbose: bool = False
     follower_options: Mapping[str, object] = field(default_factory=dict)
+    #: Distributed JMeter (docs/distributed.md): the controller's ``-R`` entries, in the
+    #: order of ``engines``; the most one engine may be given; the sample sender mode.
+    remotes: tuple[RemoteEngine, ...] = ()
+    engine_max_rate: float | None = None
+    sample_sender: str = DEFAULT_SAMPLE_SENDER
 
 
 def preflight(paths: Paths) -> None:
@@ -127,6 +134,7 @@ def drive(
     probe: object | None = None,
     on_end: Callable[[], None] | None = None,
     stop_requested: threading.Event | None = None,
+    actuator: Actuator | None = None,
 ) -> LoopOutcome:
     """Run the loop to its end and write the summary (and JUnit) whatever the ending.
 
@@ -140,7 +148,7 @@ def drive(
         auto_stop=cfg.auto_stop,
         **cfg.policy_params,
     )
-    actuator = _actuator(cfg)
+    actuator = actuator if actuator is not None else _actuator(cfg)
     summary = SummaryBuilder(cfg.spec.window_ms, cfg.spec.log_thresholds(), cfg.min_capacity)
     settings = LoopSettings(
         tick_ms=cfg.tick_ms,
@@ -160,7 +168,9 @@ def drive(
             evaluator=cfg.spec,
             policy=policy,
             actuator=actuator,
-            writer=writer,
+            writer=FleetLogWriter(writer, actuator)  # type: ignore[arg-type]
+            if isinstance(actuator, FleetActuator)
+            else writer,
             summary=summary,
             settings=settings,
             probe=probe,  # type: ignore[arg-type]
@@ -188,9 +198,19 @@ def drive(
 def attach(cfg: SidecarConfig) -> LoopOutcome:
     """Run beside a JMeter that is already running (or about to start)."""
     preflight(cfg.paths)
-    follower = JtlFollower(cfg.paths.jtl, **cfg.follower_options)  # type: ignore[arg-type]
+    options = {**cfg.follower_options, **({"thread_names": True} if cfg.remotes else {})}
+    follower = JtlFollower(cfg.paths.jtl, **options)  # type: ignore[arg-type]
     probe = EngineGoneProbe(cfg.engines, follower) if not cfg.dry_run else None
-    return drive(cfg, follower, probe)
+    fleet = None
+    if cfg.remotes and not cfg.dry_run:
+        fleet = FleetActuator(
+            cfg.engines,
+            prefixes=[r.thread_prefix for r in cfg.remotes],
+            engine_max_rps=cfg.engine_max_rate,
+            timeout_s=cfg.push_timeout_s,
+        )
+    # The source warns when the JTL lags the wall clock and feeds the fleet's loss rules.
+    return drive(cfg, FleetSource(follower, fleet), probe, actuator=fleet)
 
 
 class EngineGoneProbe:
