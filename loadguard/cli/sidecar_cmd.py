@@ -13,6 +13,7 @@ import click
 from loadguard.actuator.engines import Engine
 from loadguard.errors import UsageError
 from loadguard.jmeter.home import find_jmeter_home
+from loadguard.jmeter.remote import DEFAULT_SAMPLE_SENDER, SAMPLE_SENDER_MODES
 from loadguard.loop import LoopOutcome
 from loadguard.policies import parse_params
 from loadguard.sidecar import Paths, RunPlan, SidecarConfig, attach, run_plan
@@ -125,6 +126,40 @@ def build_config(paths: Paths, engines: tuple[Engine, ...], **kw: Any) -> Sideca
     )
 
 
+def remote_options(f: F) -> F:
+    """``--remote`` and ``--engine-max-rate``: a distributed test (docs/distributed.md)."""
+    f = click.option(
+        "--engine-max-rate",
+        help="Most one remote engine may be given, req/s (its threads' capacity).",
+    )(f)
+    return click.option(
+        "--remote",
+        "remotes",
+        multiple=True,
+        help="Distributed JMeter: the controller's -R engines HOST:RMIPORT[,HOST:RMIPORT...], "
+        "in the order of --engine (their threadName prefixes in the JTL).",
+    )(f)
+
+
+def with_remotes(
+    cfg: SidecarConfig, remotes: tuple[str, ...], engine_max_rate: str | None, sender: str
+) -> SidecarConfig:
+    from dataclasses import replace
+
+    from loadguard.jmeter.remote import parse_remotes
+
+    parsed = parse_remotes(remotes)
+    if engine_max_rate is not None and not parsed:
+        raise UsageError("--engine-max-rate needs --remote")
+    cap = None if engine_max_rate is None else parse_rate_rps("--engine-max-rate", engine_max_rate)
+    if parsed and len(parsed) != len(cfg.engines):
+        raise UsageError(
+            f"{len(parsed)} --remote engine(s) but {len(cfg.engines)} --engine port(s): give "
+            "one --engine HOST:BSHPORT per remote engine, in the same order"
+        )
+    return replace(cfg, remotes=parsed, engine_max_rate=cap, sample_sender=sender)
+
+
 def _finish(outcome: LoopOutcome, paths: Paths) -> None:
     s = outcome.summary
     rate = "-" if s.max_compliant_rate is None else f"{s.max_compliant_rate:.1f} req/s"
@@ -158,8 +193,16 @@ def _setup_logging(verbose: bool) -> None:
 @click.option(
     "--out", type=click.Path(file_okay=False), help="Folder for decisions.csv and summary.json."
 )
+@remote_options
 @common_options
-def attach_cmd(jtl: str | None, engines: tuple[str, ...], out: str | None, **kw: Any) -> None:
+def attach_cmd(
+    jtl: str | None,
+    engines: tuple[str, ...],
+    out: str | None,
+    remotes: tuple[str, ...],
+    engine_max_rate: str | None,
+    **kw: Any,
+) -> None:
     """Run the control loop beside a JMeter that is already running.
 
     JMeter must run with -Jbeanshell.server.port=P (LoadGuard talks to P+1) and a plan
@@ -171,6 +214,8 @@ def attach_cmd(jtl: str | None, engines: tuple[str, ...], out: str | None, **kw:
              -Jbeanshell.server.file= -Jjmeter.save.saveservice.autoflush=true &
       loadguard attach --jtl results.jtl --engine 127.0.0.1:9001 \\
              --p95 500ms --error-rate 1% --out lg/
+      loadguard attach --jtl results.jtl --remote h1:1099,h2:1099 \\
+             --engine h1:9001 --engine h2:9001 --p95 500ms --max-rate 400
     """
     _setup_logging(kw["verbose"])
     out_dir = Path(out) if out else None
@@ -187,6 +232,7 @@ def attach_cmd(jtl: str | None, engines: tuple[str, ...], out: str | None, **kw:
         junit=Path(kw["junit"]) if kw["junit"] else None,
     )
     cfg = build_config(paths, tuple(Engine.parse(e) for e in engines), **kw)
+    cfg = with_remotes(cfg, remotes, engine_max_rate, cfg.sample_sender)
     _finish(attach(cfg), paths)
 
 
@@ -212,6 +258,21 @@ def attach_cmd(jtl: str | None, engines: tuple[str, ...], out: str | None, **kw:
     help="Inject the Elastic Timer only into this thread group.",
 )
 @click.option("--no-inject", is_flag=True, help="Run the plan as is (it already paces itself).")
+@click.option(
+    "--engine",
+    "engines",
+    multiple=True,
+    help="With --remote: each engine's BeanShell session port HOST:PORT[:WEIGHT], "
+    "in --remote order.",
+)
+@click.option(
+    "--sample-sender",
+    type=click.Choice(SAMPLE_SENDER_MODES),
+    default=DEFAULT_SAMPLE_SENDER,
+    show_default=True,
+    help="With --remote: the controller's sample sender mode (batch modes get 10 samples/1 s).",
+)
+@remote_options
 @common_options
 def run_cmd(
     plan: str,
@@ -221,6 +282,10 @@ def run_cmd(
     props: tuple[str, ...],
     thread_groups: tuple[str, ...],
     no_inject: bool,
+    engines: tuple[str, ...],
+    sample_sender: str,
+    remotes: tuple[str, ...],
+    engine_max_rate: str | None,
     **kw: Any,
 ) -> None:
     """Start JMeter on PLAN (non-GUI) with the Elastic Timer, then attach to it.
@@ -234,6 +299,8 @@ def run_cmd(
     Example:
       loadguard run plan.jmx --p95 300ms --error-rate 1% --max-rate 800 \\
             --duration 3m --out results/run1 -- -Jhost=127.0.0.1
+      loadguard run plan.jmx --remote h1:1099,h2:1099 --engine h1:9001 \\
+            --engine h2:9001 --p95 300ms --max-rate 800 -J threads=200
     """
     _setup_logging(kw["verbose"])
     from datetime import datetime
@@ -251,7 +318,10 @@ def run_cmd(
         if not sep or not name:
             raise UsageError(f"-J {p!r}: expected NAME=VALUE")
         properties[name] = value
-    cfg = build_config(paths, (), **kw)
+    if engines and not remotes:
+        raise UsageError("--engine is for --remote engines (run starts its own JMeter)")
+    cfg = build_config(paths, tuple(Engine.parse(e) for e in engines), **kw)
+    cfg = with_remotes(cfg, remotes, engine_max_rate, sample_sender)
     home = find_jmeter_home(jmeter_home)
     run = RunPlan(
         plan=Path(plan).resolve(),
@@ -262,5 +332,10 @@ def run_cmd(
         inject=not no_inject,
         thread_groups=thread_groups,
     )
-    outcome, _code = run_plan(run, cfg)
+    if cfg.remotes:
+        from loadguard.distributed import run_remote
+
+        outcome, _code = run_remote(run, cfg)
+    else:
+        outcome, _code = run_plan(run, cfg)
     _finish(outcome, paths)
