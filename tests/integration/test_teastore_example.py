@@ -50,8 +50,8 @@ def test_example_plan_runs_against_the_target_and_every_sampler_succeeds(
                 "port": target.port,
                 "numUser": 4,
                 "rampUp": 1,
-                "duration": 8,
-                "loadguard.tpm": 1800,  # 30 samples/s
+                "duration": 12,
+                "loadguard.tpm": 1800,  # 30 samples/s, paced by the plan's Elastic Timer
             },
             timeout=90,
         )
@@ -78,8 +78,11 @@ def test_example_plan_runs_against_the_target_and_every_sampler_succeeds(
     )
     # (a sample in flight when the scheduler stops a thread may be served but not recorded)
     assert http_requests <= counters.served <= http_requests + 4 and counters.rejected == 0
-    # Pacing held: about 30 samples/s over the run.
-    assert 150 <= len(top) <= 300, len(top)
+    # The Elastic Timer paced the plan: about 30 samples/s once sampling began (the
+    # first seconds go to compiling its Groovy script on a busy machine).
+    span_s = (top["timeStamp"].max() - top["timeStamp"].min()) / 1000.0
+    assert len(top) >= 60, len(top)
+    assert 22.0 <= (len(top) - 4) / span_s <= 36.0, (len(top), span_s)
 
 
 def _run_until_shutdown(
