@@ -104,3 +104,36 @@ def test_metrics_missing_file_is_an_input_error(tmp_path: Path) -> None:
     res = CliRunner().invoke(cli, ["metrics", str(tmp_path / "nope.jtl")])
     assert res.exit_code == 2
     assert "no such JTL" in res.stderr
+
+
+def _write_with_transaction(tmp_path: Path) -> Path:
+    jtl = tmp_path / "tx.jtl"
+    tx_message = "Number of samples in transaction : 2, number of failing samples : 1"
+    rows = [
+        row(ts=T0 + 100, elapsed=10, label="/a"),
+        row(ts=T0 + 120, elapsed=30, label="/b", success=False),
+        row(ts=T0 + 100, elapsed=50, label="checkout", success=False, message=tx_message),
+        row(ts=T0 + 300, elapsed=5, label="/c"),
+        row(ts=T0 + 300, elapsed=2, label="/c-0"),  # a redirect of /c
+    ]
+    jtl.write_text(HEADER + "".join(rows))
+    return jtl
+
+
+@pytest.mark.parametrize(
+    ("flag", "labels", "overall_count"),
+    [
+        ([], {"/a", "/b", "/c"}, 3),
+        (["--transactions"], {"/a", "/b", "/c", "checkout"}, 3),
+    ],
+)
+def test_transactions_are_labels_of_their_own_but_never_double_counted(
+    tmp_path: Path, flag: list[str], labels: set[str], overall_count: int
+) -> None:
+    jtl = _write_with_transaction(tmp_path)
+    res = CliRunner().invoke(cli, ["metrics", str(jtl), "--window", "1s", "--json", *flag])
+    assert res.exit_code == 0, res.output
+    first = json.loads(res.stdout.splitlines()[0])
+    assert set(first["labels"]) == labels
+    assert first["overall"]["count"] == overall_count
+    assert "1 sub-results" in res.stderr
