@@ -190,25 +190,31 @@ def test_metrics_matches_pandas_for_every_window_and_label(
             assert sum(line["overall"]["count"] for line in lines) == len(ref)
 
 
-@pytest.mark.parametrize("autoflush", [False, True])
+@pytest.mark.parametrize(
+    ("output_format", "autoflush"), [("csv", False), ("csv", True), ("xml", False)]
+)
 def test_follower_on_a_running_jmeter_sees_every_row_once(
-    autoflush: bool, jmeter_home: JMeterHome, mix_server: int, tmp_path: Path
+    output_format: str, autoflush: bool, jmeter_home: JMeterHome, mix_server: int, tmp_path: Path
 ) -> None:
     jtl = tmp_path / "live.jtl"
+    props = {SS + "output_format": output_format}
     args = ["-n", "-t", str(PLAN), "-l", str(jtl), "-j", str(tmp_path / "live.log"),
             f"-Jtarget.port={mix_server}", "-Jduration=5", "-Jthreads=4", "-Jthink=5",
             f"-J{SS}autoflush={'true' if autoflush else 'false'}",
+            f"-J{SS}output_format={output_format}",
             "-Jjmeterengine.force.system.exit=true"]  # fmt: skip
     follower = JtlFollower(jtl)
     assert len(follower.poll()) == 0  # before the file exists
     seen: list[pd.DataFrame] = []
     proc = subprocess.Popen(jmeter_command(jmeter_home, args), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)  # fmt: skip
+    polls_with_rows = 0
     try:
         deadline = time.monotonic() + 90
         while proc.poll() is None and time.monotonic() < deadline:
             batch = follower.poll()
             if len(batch):
+                polls_with_rows += 1
                 seen.append(pd.DataFrame({"end": batch.end_ms, "label": batch.label}))
             time.sleep(0.1)
     finally:
@@ -216,12 +222,14 @@ def test_follower_on_a_running_jmeter_sees_every_row_once(
             proc.kill()
         proc.wait()
     assert proc.returncode == 0
-    tail = follower.poll()
+    tail = follower.finish()  # JMeter has exited: the file is complete
     seen.append(pd.DataFrame({"end": tail.end_ms, "label": tail.label}))
     got = pd.concat(seen, ignore_index=True)
-    ref = _reference_rows(jtl, {})
+    ref = _reference_rows(jtl, props)
+    assert polls_with_rows >= 3  # rows really arrived while JMeter was writing
     assert len(got) == len(ref) > 100
     assert got["end"].tolist() == ref["end"].tolist()
     assert got["label"].tolist() == ref["label"].tolist()
     assert follower.malformed_rows == 0
-    assert follower.buffered_suspected is (not autoflush)
+    if output_format == "csv":
+        assert follower.buffered_suspected is (not autoflush)
