@@ -10,6 +10,8 @@ the sidecar logged as applied.
 
 from __future__ import annotations
 
+import itertools
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -56,8 +58,6 @@ def test_unreachable_then_hung_port_logs_unapplied_backs_off_and_reasserts(
             "--initial-rate", "6", "--max-rate", "40", "--duration", "90s",
             "--decisions", str(decisions), "--summary", str(tmp_path / "summary.json"), "-q",
         ]  # fmt: skip
-        import subprocess
-
         proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         marks: list[tuple[str, int]] = []
         try:
@@ -117,7 +117,7 @@ def test_unreachable_then_hung_port_logs_unapplied_backs_off_and_reasserts(
     assert backing_off and len(tried) < len(down)
     # 3. No tick blocks for longer than the push timeout.
     epochs = [int(r["epoch_ms"]) for r in rows]
-    gaps = [b - a for a, b in zip(epochs, epochs[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(epochs)]
     assert max(gaps) <= TICK_MS + PUSH_TIMEOUT_MS + 700, max(gaps)
     # 4. Re-asserted once back, and JMeter holds what was last applied.
     first_forward = next(
