@@ -188,6 +188,9 @@ def test_any_batching_matches_numpy(
     w = Window(window_ms)
     w.add(_batch(rows[:split]))
     w.add(_batch(rows[split:]))
+    overall_only = Window(window_ms, by_label=False)
+    overall_only.add(_batch(rows[split:]))
+    overall_only.add(_batch(rows[:split]))
     start = np.asarray([r[0] for r in rows], np.int64)
     elapsed = np.asarray([r[1] for r in rows], np.int64)
     ok = np.asarray([r[2] for r in rows], np.bool_)
@@ -196,6 +199,9 @@ def test_any_batching_matches_numpy(
     for now in nows:
         s = w.stats(now)
         _assert_close(s.overall, _numpy_stats(end, elapsed, ok, now, window_ms))
+        _assert_close(
+            overall_only.stats(now).overall, _numpy_stats(end, elapsed, ok, now, window_ms)
+        )
         for name in ("a", "b", "c"):
             m = labels == name
             want = _numpy_stats(end[m], elapsed[m], ok[m], now, window_ms)
