@@ -71,6 +71,9 @@ def _register() -> None:
     from loadguard.cli import simulate_cmd
 
     cli.add_command(simulate_cmd.simulate_cmd)
+    from loadguard.cli import evaluate_cmd
+
+    cli.add_command(evaluate_cmd.evaluate_cmd)
 
 
 _register()

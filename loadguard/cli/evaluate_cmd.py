@@ -1,0 +1,127 @@
+"""``loadguard evaluate``: the evaluation harness (thin; the work is loadguard.evaluate)."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+from datetime import datetime
+from pathlib import Path
+from types import FrameType
+
+import click
+
+from loadguard.errors import UsageError
+from loadguard.evaluate.config import EvalConfig
+from loadguard.evaluate.harness import evaluate
+from loadguard.evaluate.schemes import SCHEMES, parse_schemes
+from loadguard.target.durations import parse_duration_s
+
+
+def _rates(text: str) -> tuple[float, ...]:
+    try:
+        rates = tuple(float(r) for r in text.split(",") if r.strip())
+    except ValueError as exc:
+        raise UsageError(f"--sweep-rates: expected numbers like 100,120,140 ({exc})") from exc
+    if not rates or any(r <= 0 for r in rates):
+        raise UsageError("--sweep-rates: give positive rates in req/s")
+    return rates
+
+
+def _terminate(signum: int, _frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _command_line() -> str:
+    """How this evaluation was started, for the report."""
+    if sys.argv[1:2] == ["evaluate"]:
+        return " ".join(["loadguard", *sys.argv[1:]])
+    return " ".join([".venv/bin/python", "benchmarks/evaluate.py", *sys.argv[1:]])
+
+
+@click.command("evaluate")
+@click.option("--quick", is_flag=True, help="CI smoke test: 3 schemes, 1 run, 20 s runs.")
+@click.option(
+    "--schemes",
+    multiple=True,
+    help="Comma-separated subset of " + ", ".join(s.name for s in SCHEMES) + " (default all).",
+)
+@click.option("--repetitions", type=int, help="Runs per scheme (default 5; quick 1).")
+@click.option("--duration", help="Length of every run (default 180s; quick 20s).")
+@click.option("--steady-after", default="120s", show_default=True, help="Steady-state cut-off.")
+@click.option("--seed", type=int, default=1, show_default=True, help="Base seed of the targets.")
+@click.option("--sweep-rates", help="λ* sweep rates, req/s (default 100,120,130,140,150,160).")
+@click.option("--sweep-seconds", help="Length of each sweep point (default 30s).")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder for the runs (default results/evaluate-<timestamp>).",
+)
+@click.option(
+    "--doc",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Markdown report to write (default <out>/evaluation.md; PNGs and runs.csv beside "
+    "it in a folder of the same name).",
+)
+def evaluate_cmd(
+    quick: bool,
+    schemes: tuple[str, ...],
+    repetitions: int | None,
+    duration: str | None,
+    steady_after: str,
+    seed: int,
+    sweep_rates: str | None,
+    sweep_seconds: str | None,
+    out: Path | None,
+    doc: Path | None,
+) -> None:
+    """Run FFA, TSTCTG and LoadGuard's policies against fresh demo targets; report.
+
+    Each scheme runs REPETITIONS times, every run the same length on a new target
+    process; λ* is measured first by a fixed-rate step sweep. Writes runs.csv, one PNG
+    per scheme and a Markdown report with the table in the paper's shape
+    (docs/evaluation.md describes every figure).
+
+    \b
+    Example:
+      loadguard evaluate --quick
+      loadguard evaluate --repetitions 2 --duration 120s --doc docs/evaluation.md
+      loadguard evaluate --schemes FFA,gradient --repetitions 1 --duration 60s
+    """
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr, force=True
+    )
+    out_dir = out or Path("results") / datetime.now().strftime("evaluate-%Y%m%d-%H%M%S")
+    overrides: dict[str, object] = {
+        "seed": seed,
+        "steady_after_s": parse_duration_s(steady_after, what="--steady-after"),
+        "command": _command_line(),
+    }
+    if schemes:
+        overrides["schemes"] = parse_schemes(schemes)
+    if repetitions is not None:
+        if repetitions < 1:
+            raise UsageError("--repetitions: must be >= 1")
+        overrides["repetitions"] = repetitions
+    if duration is not None:
+        d = parse_duration_s(duration, what="--duration")
+        if d < 20:
+            raise UsageError("--duration: at least 20s (two 10 s windows)")
+        overrides["duration_s"] = d
+    if sweep_rates is not None:
+        overrides["sweep_rates"] = _rates(sweep_rates)
+    if sweep_seconds is not None:
+        overrides["sweep_seconds"] = parse_duration_s(sweep_seconds, what="--sweep-seconds")
+    cfg = (
+        EvalConfig.quick_config(out_dir, **overrides)
+        if quick
+        else EvalConfig(out_dir=out_dir, **overrides)  # type: ignore[arg-type]
+    )
+    if cfg.sweep_warmup_s >= cfg.sweep_seconds:
+        raise UsageError("--sweep-seconds: must be longer than the 10 s warm-up")
+    # SIGTERM unwinds like Ctrl-C, so every target and JMeter started is stopped.
+    signal.signal(signal.SIGTERM, _terminate)
+    result = evaluate(cfg, doc)
+    lam = "-" if result.lambda_star.rps is None else f"{result.lambda_star.rps:.1f} req/s"
+    click.echo(f"lambda* measured {lam}; {len(result.rows)} runs", err=True)
+    click.echo(f"report: {result.doc}  runs: {result.csv}", err=True)

@@ -1,0 +1,69 @@
+"""How an evaluation runs: schemes, repetitions, run length, the target, the sweep."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from loadguard.evaluate.schemes import QUICK_SCHEMES, SCHEMES, Scheme, parse_schemes
+
+#: Target path every plan requests (the demo target's TeaStore-like home page).
+TARGET_PATH = "/tools.descartes.teastore.webui/"
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """The demo target: M/M/c with a K-deep queue (``loadguard target --model mmc``)."""
+
+    workers: int = 8
+    service_ms: float = 50.0
+    queue: int = 1000
+    p95_ms: float = 250.0
+
+    def args(self, seed: int) -> list[str]:
+        return [
+            "--model", "mmc",
+            "--workers", str(self.workers),
+            "--service", f"{self.service_ms:g}ms",
+            "--queue", str(self.queue),
+            "--p95", f"{self.p95_ms:g}ms",
+            "--seed", str(seed),
+        ]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    out_dir: Path
+    schemes: tuple[Scheme, ...] = SCHEMES
+    repetitions: int = 5
+    duration_s: float = 180.0
+    steady_after_s: float = 120.0
+    seed: int = 1
+    target: TargetSpec = field(default_factory=TargetSpec)
+    error_rate: float = 0.01  # error-rate SLO (fraction)
+    stress_rps: float = 800.0  # the baselines' rate and LoadGuard's --max-rate
+    initial_rate: float = 5.0  # LoadGuard's starting rate, req/s
+    elastic_threads: int = 200  # threads of the elastic plan (LoadGuard and the sweep)
+    tick_ms: int = 2000
+    startup_margin_s: float = 20.0  # LoadGuard: sidecar duration = run + this (JVM start)
+    sweep_rates: tuple[float, ...] = (100.0, 120.0, 130.0, 140.0, 150.0, 160.0)
+    sweep_seconds: float = 30.0
+    sweep_warmup_s: float = 10.0
+    quick: bool = False
+    command: str = ""  # the command line, for the report
+
+    @classmethod
+    def quick_config(cls, out_dir: Path, **overrides: object) -> EvalConfig:
+        """CI smoke test: 3 schemes, 1 repetition, 20 s runs, a 1-point 10 s sweep."""
+        base: dict[str, object] = {
+            "schemes": parse_schemes(QUICK_SCHEMES),
+            "repetitions": 1,
+            "duration_s": 20.0,
+            "sweep_rates": (140.0,),
+            "sweep_seconds": 10.0,
+            "sweep_warmup_s": 3.0,
+            "startup_margin_s": 8.0,
+            "quick": True,
+        }
+        base.update(overrides)
+        return cls(out_dir=out_dir, **base)  # type: ignore[arg-type]

@@ -1,0 +1,164 @@
+"""The whole evaluation: sweep, every run, CSV, plots, docs/evaluation.md (an adapter).
+
+Order: the λ* sweep first, then repetition by repetition, every scheme once per
+repetition (FFA, TSTCTG, threezone, ... then again), so a slow drift of the shared
+machine's load spreads over all schemes instead of hitting one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import platform
+import subprocess
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from loadguard.evaluate import markdown, plots
+from loadguard.evaluate.aggregate import Row, aggregate, run_row, write_runs_csv
+from loadguard.evaluate.config import EvalConfig
+from loadguard.evaluate.lambda_star import LambdaStar, SweepPoint, lambda_star_from_sweep
+from loadguard.evaluate.run_metrics import WindowPoint
+from loadguard.evaluate.runner import RunRecord, run_scheme, sweep_point
+from loadguard.jmeter.home import JMeterHome, find_jmeter_home
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    rows: list[Row]
+    records: list[RunRecord]
+    sweep: list[SweepPoint]
+    lambda_star: LambdaStar
+    csv: Path
+    doc: Path
+
+
+def run_seed(cfg: EvalConfig, scheme_index: int, rep: int) -> int:
+    return cfg.seed + 100 * scheme_index + rep
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def machine_lines(home: JMeterHome) -> list[str]:
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = ""
+    try:
+        kb = int(Path("/proc/meminfo").read_text().split()[1])
+        mem = f", {kb / 1024 / 1024:.1f} GiB RAM"
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        java = subprocess.run(
+            ["java", "-version"], capture_output=True, text=True, timeout=30
+        ).stderr.splitlines()[0]
+    except (OSError, IndexError, subprocess.SubprocessError):
+        java = "java: unknown"
+    plugins = sorted(p.name for p in (home.path / "lib" / "ext").glob("jmeter-plugins-*.jar"))
+    return [
+        f"{platform.system()} {platform.release()} {platform.machine()}, {os.cpu_count()} "
+        f"logical CPUs ({cpu}){mem}",
+        "shared with other jobs while running (see the load averages per run)",
+        f"Python {platform.python_version()}, {java}",
+        f"JMeter {home.version or '?'} at {home.path}, plugins: {', '.join(plugins)}",
+    ]
+
+
+def _sweep(cfg: EvalConfig, home: JMeterHome) -> tuple[list[SweepPoint], float | None]:
+    points: list[SweepPoint] = []
+    analytic: float | None = None
+    for j, rate in enumerate(cfg.sweep_rates):
+        point, analytic = sweep_point(cfg, rate, cfg.seed + 1000 + j, home)
+        log.info(
+            "sweep %g req/s: achieved %.1f, p95 %.0f ms, errors %.2f%%",
+            rate, point.achieved_rps, point.p95_ms, point.error_rate * 100,
+        )  # fmt: skip
+        points.append(point)
+    return points, analytic
+
+
+def evaluate(cfg: EvalConfig, doc: Path | None = None) -> EvalResult:
+    """Run the evaluation in ``cfg`` and write runs.csv, PNGs and the Markdown report.
+
+    ``doc``: where the report goes (default ``<out>/evaluation.md``); its PNGs go in a
+    folder named after it (``docs/evaluation.md`` -> ``docs/evaluation/``).
+    """
+    home = find_jmeter_home()
+    cfg.out_dir.mkdir(parents=True, exist_ok=True)
+    doc = doc or cfg.out_dir / "evaluation.md"
+    fig_dir = doc.with_suffix("")
+    started = _now()
+    machine = machine_lines(home)
+    sweep, analytic = _sweep(cfg, home)
+    lam = lambda_star_from_sweep(sweep, cfg.target.p95_ms, cfg.error_rate)
+    log.info("lambda* measured %s req/s, analytic %s", lam.rps, analytic)
+    (cfg.out_dir / "sweep.json").write_text(
+        json.dumps(
+            {
+                "points": [dataclasses.asdict(p) for p in sweep],
+                "lambda_star": lam.rps,
+                "bounded": lam.bounded,
+                "analytic": analytic,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+    records: list[RunRecord] = []
+    for rep in range(1, cfg.repetitions + 1):
+        for i, scheme in enumerate(cfg.schemes):
+            seed = run_seed(cfg, i, rep)
+            log.info("run %s #%d (seed %d)", scheme.name, rep, seed)
+            record = run_scheme(cfg, scheme, rep, seed, home)
+            m = record.metrics
+            log.info(
+                "  %s #%d: p95 %.0f ms, violating %.0f%%, errors %.2f%%, ok %.1f/s, "
+                "held back %.0f%%",
+                scheme.name, rep, m.p95_ms or 0, (m.violation_share_p95 or 0) * 100,
+                (m.error_rate or 0) * 100, m.ok_rps, m.held_back_share * 100,
+            )  # fmt: skip
+            records.append(record)
+    rows = [run_row(r, lam.rps) for r in records]
+    csv_path = fig_dir / "runs.csv"
+    write_runs_csv(csv_path, rows)
+    names = [s.name for s in cfg.schemes]
+    figures: dict[str, str] = {}
+    first: dict[str, list[WindowPoint]] = {}
+    for name in names:
+        mine = [r.points for r in records if r.scheme == name]
+        png = plots.scheme_figure(name, mine, cfg.target.p95_ms, lam.rps, fig_dir / f"{name}.png")
+        figures[name] = os.path.relpath(png, doc.parent)
+        first[name] = mine[0]
+    overview = plots.overview_figure(first, cfg.target.p95_ms, lam.rps, fig_dir / "overview.png")
+    figures = {"overview": os.path.relpath(overview, doc.parent), **figures}
+    report = markdown.Report(
+        cfg=cfg,
+        sweep=sweep,
+        lambda_star=lam.rps,
+        lambda_star_bounded=lam.bounded,
+        lambda_star_analytic=analytic,
+        rows=rows,
+        agg=aggregate(rows, names),
+        figures=figures,
+        csv_path=os.path.relpath(csv_path, doc.parent),
+        machine=machine,
+        started=started,
+        finished=_now(),
+    )
+    previous = doc.read_text(encoding="utf-8") if doc.exists() else None
+    doc.parent.mkdir(parents=True, exist_ok=True)
+    doc.write_text(markdown.render(report, previous), encoding="utf-8")
+    return EvalResult(rows, records, sweep, lam, csv_path, doc)
