@@ -62,6 +62,8 @@ BOOL = npt.NDArray[np.bool_]
 _ELAPSED_MASK = (1 << 40) - 1
 # A label with more runs than this has them merged into one (live ticks add one a tick).
 _MAX_RUNS = 32
+# Label codes are compacted once more than this many are known and most are gone.
+_COMPACT_LABELS = 4096
 
 
 def linear_percentiles(sorted_values: npt.NDArray[np.int64], qs: tuple[float, ...]) -> list[float]:
@@ -198,6 +200,14 @@ class Window:
             idx = by_label[a:b]
             self._append(int(grouped[a]), _Run(end[idx], elapsed[idx], ok[idx]))
 
+    def _compact_labels(self) -> None:
+        """Forget labels no longer held, so that memory follows the window even when
+        labels never repeat (a URL with an id in it)."""
+        live = sorted(self._runs)
+        self._labels = [self._labels[c] for c in live]
+        self._codes = {name: i for i, name in enumerate(self._labels)}
+        self._runs = {i: self._runs[c] for i, c in enumerate(live)}
+
     def _append(self, code: int, run: _Run) -> None:
         runs = self._runs.setdefault(code, [])
         runs.append(run)
@@ -250,6 +260,8 @@ class Window:
                 overall_ok += ok_count
         for code in empty:
             del self._runs[code]
+        if len(self._labels) > _COMPACT_LABELS and len(self._labels) > 4 * len(self._runs):
+            self._compact_labels()
         malformed = self._malformed_rows() if self._malformed_rows is not None else 0
         if not overall_parts:
             overall = LabelStats.empty()

@@ -39,6 +39,9 @@ class SelectionCounts:
     filtered: int = 0
 
 
+_LABEL_CACHE = 65_536
+
+
 class RowSelector:
     def __init__(
         self,
@@ -76,6 +79,8 @@ class RowSelector:
     def _wanted(self, name: str) -> bool:
         ok = self._label_ok.get(name)
         if ok is None:
+            if len(self._label_ok) >= _LABEL_CACHE:
+                self._label_ok.clear()  # labels that never repeat must not grow memory
             ok = (self._include is None or self._include.search(name) is not None) and (
                 self._exclude is None or self._exclude.search(name) is None
             )

@@ -208,3 +208,15 @@ def test_any_batching_matches_numpy(
             _assert_close(s.labels.get(name, LabelStats.empty()), want)
             if want.count == 0:
                 assert name not in s.labels
+
+
+def test_memory_follows_the_window_when_labels_never_repeat() -> None:
+    w = Window(1000)
+    for i in range(20_000):
+        w.add(_batch([(i * 10, 1, True, f"/item/{i}")]))
+        if i % 100 == 0:
+            w.stats(i * 10)
+    s = w.stats(200_000)
+    assert s.overall.count == 100  # ends in (199_000, 200_000]
+    assert len(w._labels) < 5_000
+    assert set(s.labels) == {f"/item/{i}" for i in range(19_900, 20_000)}
