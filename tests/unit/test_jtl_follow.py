@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from loadguard.jtl.follow import JtlFollower
 from tests.unit.test_jtl_csv import HEADER, row
@@ -124,3 +127,36 @@ def test_reading_a_long_file_in_pieces_is_not_called_buffered(tmp_path: Path) ->
     f = JtlFollower(jtl, chunk_bytes=1000, read_bytes=1000)
     assert sum(len(b) for b in f.batches()) == 800
     assert not f.buffered_suspected
+
+
+MIXED = (
+    HEADER
+    + "".join(
+        row(
+            ts=1_700_000_000_000 + i,
+            elapsed=i,
+            label=["a", "b, c", 'q "x"', "m\nl"][i % 4],
+            message="OK" if i % 5 else 'Bad,\n"x"',
+        )
+        for i in range(60)
+    )
+).encode()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, len(MIXED)), max_size=12))
+def test_file_appended_at_random_offsets_gives_the_rows_of_the_whole(
+    tmp_path_factory: pytest.TempPathFactory, cuts: list[int]
+) -> None:
+    jtl = tmp_path_factory.mktemp("split") / "r.jtl"
+    f = JtlFollower(jtl)
+    got: list[tuple[int, str]] = []
+    points = [0, *sorted(cuts), len(MIXED)]
+    for a, b in itertools.pairwise(points):
+        append(jtl, MIXED[a:b])
+        batch = f.poll()
+        got += list(zip(batch.elapsed_ms.tolist(), batch.label.tolist(), strict=True))
+    whole = JtlFollower(jtl).finish()
+    assert got == list(zip(whole.elapsed_ms.tolist(), whole.label.tolist(), strict=True))
+    assert len(got) == 60
+    assert f.malformed_rows == 0
