@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+import numpy.typing as npt
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -38,6 +40,18 @@ from tests.elastic_harness import (
     tpm,
     wait_for_engine,
 )
+
+
+def burstiness(ts: npt.NDArray[np.int64], start_ms: int, end_ms: int, rate: float) -> str:
+    """Inter-arrival CV (0: a metronome, 1: Poisson, >1: bursts) and the busiest 100 ms
+    against its expected count, over the held part of a segment."""
+    held = ts[(ts >= start_ms) & (ts < end_ms)]
+    if len(held) < 10:
+        return "too few arrivals for burstiness"
+    gaps = np.diff(held).astype(float)
+    cv = float(gaps.std() / gaps.mean()) if gaps.mean() > 0 else float("inf")
+    per_100ms = np.searchsorted(held, held + 100) - np.arange(len(held))
+    return f"inter-arrival CV {cv:.2f}, max {int(per_100ms.max())}/100ms (mean {rate / 10:.1f})"
 
 
 def run_one(
@@ -73,16 +87,20 @@ def run_one(
             shutil.copy(jm.jtl, f"{os.environ['LAG_KEEP']}-{timer}.jtl")
             print("  pushes at", [(p.at_ms - int(ts[0])) / 1000 for p in pushes])
         print(f"{timer}: {threads} threads, {sampler} sampler, JVM CPU {cpu * 100:.0f}% of a core")
-        for push, seg in zip(pushes, analyse(ts, pushes, end_ms), strict=True):
+        bounds = [p.at_ms for p in pushes[1:]] + [end_ms]
+        for push, seg, seg_end in zip(pushes, analyse(ts, pushes, end_ms), bounds, strict=True):
             lag = "never" if seg.lag_s is None else f"{seg.lag_s:.2f}s"
+            lag += "" if seg.switch_s is None else f" (re-timed after {seg.switch_s:.3f}s)"
+            burst = burstiness(ts, push.at_ms + 2000, seg_end, push.rate_rps)
             print(
-                f"  push {push.rate_rps:7.1f} req/s: lag {lag:>6}, held {seg.held_rps:7.1f} req/s"
+                f"  push {push.rate_rps:7.1f} req/s: lag {lag}, held {seg.held_rps:7.1f} "
+                f"req/s, {burst}"
             )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--timer", action="append", choices=["elastic", "ctt4", "ctt2"])
+    parser.add_argument("--timer", action="append", choices=["elastic", "ctt4", "ctt2", "ptt"])
     parser.add_argument("--threads", type=int, default=120)
     parser.add_argument("--schedule", default="0:10,8:40")
     parser.add_argument("--duration", type=int, default=20)

@@ -65,13 +65,31 @@ def ctt_block(indent: str, calc_mode: int = 4, default_tpm: float = 600) -> str:
     return "".join(f"{indent}{line}\n" for line in lines)
 
 
+def ptt_block(indent: str, window_s: int = 10, default_tpm: float = 600) -> str:
+    """Precise Throughput Timer reading the same property (samples per 60 s)."""
+    lines = [
+        '<PreciseThroughputTimer guiclass="TestBeanGUI" testclass="PreciseThroughputTimer" '
+        'testname="ptt">',
+        '  <intProp name="batchSize">1</intProp>',
+        '  <intProp name="batchThreadDelay">0</intProp>',
+        f'  <longProp name="duration">{window_s}</longProp>',
+        f'  <stringProp name="throughput">${{__P(loadguard.tpm,{default_tpm})}}</stringProp>',
+        '  <intProp name="throughputPeriod">60</intProp>',
+        '  <longProp name="randomSeed">0</longProp>',
+        "</PreciseThroughputTimer>",
+        "<hashTree/>",
+    ]
+    return "".join(f"{indent}{line}\n" for line in lines)
+
+
 def paced_plan(threads: int, timer: str = "elastic", sampler: str = "http") -> str:
     """A plan with one thread group of ``threads`` threads looping on one sampler,
-    paced by ``timer`` (elastic | ctt4 | ctt2 | none); duration ``${__P(duration,10)}``."""
+    paced by ``timer`` (elastic | ctt4 | ctt2 | ptt | none); duration ``${__P(duration,10)}``."""
     timers = {
         "elastic": timer_block("        ", 1.0),
         "ctt4": ctt_block("        ", 4),
         "ctt2": ctt_block("        ", 2),
+        "ptt": ptt_block("        "),
         "none": "",
     }
     body = (_HTTP_SAMPLER if sampler == "http" else _DEBUG_SAMPLER) + timers[timer]
@@ -248,6 +266,7 @@ class Segment:
     rate_rps: float
     lag_s: float | None  # None: never held within tolerance
     held_rps: float  # mean rate over [push + hold_after_s, end)
+    switch_s: float | None = None  # push -> first arrival ending a run of 5 new-rate gaps
 
 
 def analyse(
@@ -275,8 +294,22 @@ def analyse(
         hold_from = push.at_ms + int(hold_after_s * 1000)
         n = int(np.searchsorted(ts_ms, seg_end) - np.searchsorted(ts_ms, hold_from))
         held = n / max((seg_end - hold_from) / 1000.0, 1e-9)
-        segments.append(Segment(rate, lag, held))
+        segments.append(Segment(rate, lag, held, _switch_s(ts_ms, push, seg_end, tolerance)))
     return segments
+
+
+def _switch_s(
+    ts_ms: npt.NDArray[np.int64], push: Push, seg_end: int, tolerance: float
+) -> float | None:
+    """Seconds from the push to the first arrival that starts 5 consecutive gaps whose mean
+    is the new interval within the tolerance: when the schedule has re-timed."""
+    seg = ts_ms[(ts_ms >= push.at_ms) & (ts_ms < seg_end)]
+    gap = 1000.0 / push.rate_rps
+    if len(seg) < 6:
+        return None
+    means = np.convolve(np.diff(seg).astype(float), np.ones(5) / 5, mode="valid")
+    ok = np.flatnonzero(np.abs(means - gap) <= tolerance * gap)
+    return None if len(ok) == 0 else float(seg[ok[0]] - push.at_ms) / 1000.0
 
 
 def tpm(rate_rps: float) -> float:

@@ -14,8 +14,11 @@ lock; only the head of the queue waits for its slot, in steps of at most ``STEP_
 re-reading the property at every step. With ``t_last`` the last slot granted and ``r``
 the rate read *now*, the head is released at
 
-    t_next = t_last + 1 / r,    and sets  t_last = t_next  if  now - t_next < 1/r,
-                                          t_last = now     otherwise (no catch-up burst).
+    t_next = t_last + 1 / r,    and sets  t_last = t_next  if  now - t_next < max(1/r, 20 ms),
+                                          t_last = now     otherwise (no catch-up burst),
+
+so a head woken a little late keeps the grid (the rate holds at 1000 req/s), while a
+schedule that fell behind (no idle thread) restarts instead of bursting.
 
 No slot is ever reserved ahead, so a push re-times the schedule within one step: the lag
 is ``STEP_MS`` + one new interval + the BeanShell round trip, instead of the
@@ -37,12 +40,16 @@ MIN_RATE_RPS: Final = 0.1
 DEFAULT_INITIAL_RATE_RPS: Final = 1.0
 #: The longest the head of the queue sleeps before re-reading the property.
 STEP_MS: Final = 50
-#: Actuation lag of the Elastic Timer: push -> achieved rate within 15 % of the new target.
-#: PROVISIONAL: the 2 s design bound until the real-JMeter measurement replaces it.
-ELASTIC_TIMER_LAG_MS: Final = 2000
-#: Lag of the stock Constant Throughput Timer (calcMode 4, 120 threads, 10 -> 40 req/s)
-#: as jmeter-facts.md reports it for JMeter 2.13; re-measured on 5.6.3 in the docs.
-CTT_LAG_MS: Final = 11_000
+#: Actuation lag of the Elastic Timer, push confirmed -> schedule re-timed (5 gaps at the
+#: new interval), for rates >= 1 req/s. Theory: <= STEP_MS + 1/r + BeanShell round trip.
+#: Measured on JMeter 5.6.3 (docs/jmeter-integration.md, "Measured lag"): 7-247 ms for
+#: 11 pushes to rates between 5 and 1000 req/s, 0.99 s for pushes to 1 req/s (one interval),
+#: versus 12.5-14.6 s for the stock Constant Throughput Timer. The settling guard adds
+#: this to its window.
+ELASTIC_TIMER_LAG_MS: Final = 1_000
+#: Lag of the stock Constant Throughput Timer (calcMode 4, 120 threads, 10 -> 40 req/s),
+#: measured the same way on JMeter 5.6.3 (12.5 s and 14.6 s in two runs; 11 s on 2.13).
+CTT_LAG_MS: Final = 12_500
 
 
 def rps_to_tpm(rate_rps: float) -> float:
