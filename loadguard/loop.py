@@ -192,10 +192,16 @@ class ControlLoop:
             self.stop_reason = reason
         self.stop_event.set()
 
-    def start(self, initial_rate: float) -> PushResult | None:
-        """Adopt the engine's rate if it has one, else push ``initial_rate``."""
+    def start(self, initial_rate: float, preset: bool = False) -> PushResult | None:
+        """Adopt the engine's rate if it has one, else push ``initial_rate``.
+
+        ``preset``: the engine was started with ``initial_rate`` already set (``run``
+        passes it as a -J property), so nothing is read or pushed."""
         self.started_ms = self.clock.now_ms()
         self.last_growth_ms = self.started_ms
+        if preset:
+            self.applied_rate = initial_rate
+            return None
         current = self.actuator.read_rate()
         if current is not None and current > 0:
             self.applied_rate = current
@@ -267,10 +273,15 @@ class ControlLoop:
         ):
             self.request_stop(gone)
 
-    def run(self, initial_rate: float, on_end: Callable[[], None] | None = None) -> LoopOutcome:
+    def run(
+        self,
+        initial_rate: float,
+        on_end: Callable[[], None] | None = None,
+        preset: bool = False,
+    ) -> LoopOutcome:
         """Tick until a stop condition; ``on_end`` runs before the final drain (``run``
         stops JMeter there, so samples still in flight are counted in the summary)."""
-        self.start(initial_rate)
+        self.start(initial_rate, preset)
         ticks = 0
         next_tick = self.clock.now_ms() + self.settings.tick_ms
         while not self.stop_event.is_set():

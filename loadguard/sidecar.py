@@ -135,6 +135,7 @@ def drive(
     on_end: Callable[[], None] | None = None,
     stop_requested: threading.Event | None = None,
     actuator: Actuator | None = None,
+    preset: bool = False,
 ) -> LoopOutcome:
     """Run the loop to its end and write the summary (and JUnit) whatever the ending.
 
@@ -180,7 +181,7 @@ def drive(
             if stop_requested is not None and stop_requested.is_set():
                 loop.request_stop("signal")
             try:
-                outcome = loop.run(cfg.initial_rate, on_end)
+                outcome = loop.run(cfg.initial_rate, on_end, preset)
             except DecisionLogError as exc:
                 failure = exc
                 reason = "decision_log_failed"
@@ -339,6 +340,7 @@ def run_plan(run: RunPlan, cfg: SidecarConfig) -> tuple[LoopOutcome, int]:
                 ProcessProbe(proc),
                 on_end=lambda: codes.append(proc.stop()),
                 stop_requested=early,
+                preset=True,  # JMeter starts with the initial rate as a -J property
             )
         finally:
             codes.append(proc.stop())  # idempotent; covers an early failure
