@@ -84,7 +84,7 @@ def render(report: Report, previous: str | None = None) -> str:
     )
     out: list[str] = []
     w = out.append
-    w("# Evaluation: the paper's 800 req/s experiment on the demo target\\n\n")
+    w("# Evaluation: the paper's 800 req/s experiment on the demo target\n\n")
     w(
         f"**{kind}**: {len(names)} schemes × {cfg.repetitions} repetition(s) × "
         f"{cfg.duration_s:g} s runs, run {report.started} – {report.finished}. "
@@ -95,7 +95,7 @@ def render(report: Report, previous: str | None = None) -> str:
             "is below. Read these figures with their spread and repetition count in mind.\n"
         )
     )
-    w("\n## How it was produced\\n\n")
+    w("\n## How it was produced\n\n")
     w("```sh\n" + (cfg.command or "loadguard evaluate") + "\n```\n\n")
     w(
         "Full evaluation (6 schemes × 5 repetitions × 180 s, ~2 h on this machine):\n\n"
@@ -111,7 +111,7 @@ def render(report: Report, previous: str | None = None) -> str:
     )
 
     t = cfg.target
-    w("\n## Set-up\\n\n")
+    w("\n## Set-up\n\n")
     w(
         f"* **Target**: `loadguard target --model mmc --workers {t.workers} --service "
         f"{t.service_ms:g}ms --queue {t.queue}` (M/M/{t.workers}, exponential service "
@@ -131,7 +131,7 @@ def render(report: Report, previous: str | None = None) -> str:
         f"{cfg.stress_rps:g} --initial-rate {cfg.initial_rate:g}`, tick {cfg.tick_ms} ms, "
         "each policy with its defaults.\n"
     )
-    w("\n## Definitions (identical for every scheme)\\n\n")
+    w("\n## Definitions (identical for every scheme)\n\n")
     w(
         "Every figure is computed from the scheme's own JTL by `loadguard.evaluate."
         "run_metrics` with the sidecar's `Window` and `SloSpec` code; no scheme's own "
@@ -155,7 +155,7 @@ def render(report: Report, previous: str | None = None) -> str:
         "Timer could not place. JTL latency leaves all of this out (coordinated omission).\n"
     )
 
-    w("\n## λ*: fixed-rate step sweep (same session, same target configuration)\\n\n")
+    w("\n## λ*: fixed-rate step sweep (same session, same target configuration)\n\n")
     w(
         "Each rate held by the elastic plan's timer on a fresh target for "
         f"{cfg.sweep_seconds:g} s, the first {cfg.sweep_warmup_s:g} s dropped; p95 over "

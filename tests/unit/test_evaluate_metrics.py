@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +24,7 @@ def steady_run(
     seconds: int,
     rate: int,
     elapsed_of_second: dict[int, int] | None = None,
-    fail: set[int] = frozenset(),
+    fail: AbstractSet[int] = frozenset(),
 ) -> SampleBatch:
     """``rate`` samples per second starting at T0 + i/rate; elapsed 100 ms unless overridden."""
     n = seconds * rate
