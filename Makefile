@@ -30,7 +30,7 @@ chromium:
 
 # The whole suite, real JMeter included (a missing JMeter is a failure here, not a skip).
 test: jmeter chromium lint
-	LOADGUARD_REQUIRE_JMETER=1 $(BIN)/pytest -q tests
+	LOADGUARD_REQUIRE_JMETER=1 $(BIN)/pytest -q --durations=25 tests
 
 # Unit tests only, for a quick edit loop.
 test-fast: install
