@@ -241,6 +241,10 @@ def inject_elastic_timer(
     if all(i.threads is not None for i in infos):
         total = sum(i.threads for i in infos if i.threads is not None)
     needed: int | None = None
+    if max_rate_rps is not None and latency_ms is None:
+        warnings.append(
+            f"thread count not checked against {max_rate_rps:g} req/s: no latency (p95) given"
+        )
     if max_rate_rps is not None and latency_ms is not None:
         needed = threads_needed(max_rate_rps, latency_ms)
         if total is None:

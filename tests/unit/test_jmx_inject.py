@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from pathlib import Path
 from typing import Any
+from xml.sax.saxutils import escape as xml_escape
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from lxml import etree
 
 from loadguard.cli import cli
@@ -75,6 +79,14 @@ def test_no_thread_count_warning_when_threads_suffice() -> None:
     )
     assert result.threads == 120 and result.threads_needed == 60
     assert result.warnings == ()
+
+
+def test_max_rate_without_latency_says_the_check_was_skipped() -> None:
+    result = inject_elastic_timer((GOLDEN / "plain.jmx").read_bytes(), max_rate_rps=100.0)
+    assert result.threads_needed is None
+    assert result.warnings == (
+        "thread count not checked against 100 req/s: no latency (p95) given",
+    )
 
 
 def test_plan_level_throughput_timer_counts_as_competing() -> None:
@@ -219,3 +231,81 @@ def test_cli_refuses_to_overwrite_its_input(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["inject", str(plan), "-o", str(plan)])
     assert result.exit_code == 2
     assert plan.read_bytes() == (GOLDEN / "plain.jmx").read_bytes()
+
+
+# --- property: any layout, the output is the input plus the timer blocks ---------------
+
+_NAME = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="\x00"),
+    max_size=12,
+)
+# An added block: whole indented lines, or (no line of its own) the bare elements.
+_BLOCK = re.compile(
+    r"(?:(?<=\n)[ \t]*)?<JSR223Timer [^>]*>.*?</JSR223Timer>(?:\r?\n[ \t]*)?<hashTree/>"
+    r"(?:\r?\n)?",
+    re.DOTALL,
+)
+
+
+def _attr(value: str, quote: str) -> str:
+    escaped = xml_escape(value, {'"': "&quot;", "'": "&apos;"})
+    return f"{quote}{escaped}{quote}"
+
+
+@st.composite
+def _plans(draw: st.DrawFn) -> tuple[str, int]:
+    indent = draw(st.sampled_from(["  ", "\t", "    ", ""]))
+    nl = draw(st.sampled_from(["\n", "\r\n", ""]))
+    quote = draw(st.sampled_from(['"', "'"]))
+    groups = draw(st.lists(_NAME, min_size=1, max_size=4, unique=True))
+    parts = [
+        '<?xml version="1.0" encoding="UTF-8"?>',
+        "<jmeterTestPlan version=" + quote + "1.2" + quote + ">",
+    ]
+    parts.append(indent + "<hashTree>")
+    parts.append(indent * 2 + "<TestPlan testname=" + _attr(draw(_NAME), quote) + "/>")
+    parts.append(indent * 2 + "<hashTree>")
+    if draw(st.booleans()):
+        parts.append(indent * 3 + "<!-- <ThreadGroup> in a comment is not a group -->")
+    for name in groups:
+        empty = draw(
+            st.sampled_from(["<stringProp name='x'/>", '<stringProp name="x"></stringProp>'])
+        )
+        parts.append(
+            indent * 3
+            + "<ThreadGroup testname="
+            + _attr(name, quote)
+            + ">"
+            + empty
+            + "</ThreadGroup>"
+        )
+        parts.append(indent * 3 + "<hashTree>")
+        body = xml_escape(draw(_NAME))
+        sampler = draw(
+            st.sampled_from(
+                [
+                    f"<DebugSampler testname='s'><stringProp name='t'>{body}</stringProp>"
+                    "</DebugSampler>",
+                    f"<DebugSampler testname='s'><stringProp name='t'><![CDATA[{body} <x> ]]>"
+                    "</stringProp></DebugSampler>",
+                    "<DebugSampler testname='s' other=\"a > b\"/>",
+                ]
+            )
+        )
+        parts.append(indent * 4 + sampler)
+        parts.append(indent * 4 + "<hashTree/>")
+        parts.append(indent * 3 + "</hashTree>")
+    parts += [indent * 2 + "</hashTree>", indent + "</hashTree>", "</jmeterTestPlan>", ""]
+    return nl.join(parts), len(groups)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_plans())
+def test_any_layout_output_is_input_plus_timer_blocks(plan: tuple[str, int]) -> None:
+    text, groups = plan
+    result = inject_elastic_timer(text.encode())
+    out = result.xml.decode()
+    assert len(result.injected) == groups
+    assert _BLOCK.sub("", out) == text
+    root = etree.fromstring(result.xml)
+    assert len(list(root.iter("JSR223Timer"))) == groups
