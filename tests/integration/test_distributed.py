@@ -1,0 +1,333 @@
+"""Distributed JMeter end to end: two real ``jmeter-server`` engines on loopback (their
+own RMI and BeanShell ports, RMI SSL off), `loadguard run --remote` starting the
+controller against the demo target, and the controller's JTL checked per engine.
+
+The engines are told apart in the JTL by their threadName prefix, the ``-R`` entry
+(``127.0.0.1:<rmiport>-``). Rates are checked on stretches where a share stayed put,
+skipping the first ``SETTLE_MS`` after each push (Elastic Timer lag + sample sender).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import psutil
+import pytest
+
+from loadguard.jmeter.home import JMeterHome
+from loadguard.jmeter.launch import free_tcp_pair
+from loadguard.jmeter.remote import port_open, start_engine_server
+from loadguard.target.model import build_model
+from loadguard.target.runner import RunningTarget, running_target
+
+pytestmark = pytest.mark.jmeter
+
+REPO = Path(__file__).resolve().parents[2]
+PLAN = REPO / "jmx_templates" / "elastic_plan.jmx"
+LOADGUARD = [sys.executable, "-m", "loadguard"]
+SETTLE_MS = 2500
+MIN_STRETCH_MS = 4000
+
+
+@dataclass
+class EngineProc:
+    proc: subprocess.Popen[bytes]
+    rmi: int
+    bsh: int
+
+    @property
+    def remote(self) -> str:
+        return f"127.0.0.1:{self.rmi}"
+
+    @property
+    def engine(self) -> str:
+        return f"127.0.0.1:{self.bsh + 1}"
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def engines(
+    jmeter_home: JMeterHome, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[list[EngineProc]]:
+    """Two jmeter-server engines; RMI registry on P (object port P+1), BeanShell on B+1."""
+    logs = tmp_path_factory.mktemp("engines")
+    started: list[EngineProc] = []
+    try:
+        for i in range(2):
+            rmi, bsh = free_tcp_pair(), free_tcp_pair()
+            proc = start_engine_server(
+                jmeter_home,
+                rmi,
+                bsh,
+                log=logs / f"engine{i}.log",
+                stdout=logs / f"engine{i}.out",
+            )
+            started.append(EngineProc(proc, rmi, bsh))
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            if all(
+                port_open("127.0.0.1", e.bsh + 1) and port_open("127.0.0.1", e.rmi) for e in started
+            ):
+                break
+            assert all(e.proc.poll() is None for e in started), "jmeter-server died at start"
+            time.sleep(0.5)
+        else:
+            pytest.fail("jmeter-server engines did not open their ports within 90 s")
+        yield started
+    finally:
+        for e in started:
+            e.kill()
+
+
+@pytest.fixture()
+def target() -> Iterator[RunningTarget]:
+    model = build_model("mmc", workers=4, queue=400, service_s=0.050)
+    with running_target(model) as t:
+        yield t
+
+
+def read_decisions(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def parse_acks(cell: str) -> dict[str, tuple[float | None, str]]:
+    """``engine=rate[!error];...`` -> {engine: (rate, error)}."""
+    out: dict[str, tuple[float | None, str]] = {}
+    for part in filter(None, cell.split(";")):
+        name, _, rest = part.partition("=")
+        rate, _, err = rest.partition("!")
+        out[name] = (float(rate) if rate else None, err)
+    return out
+
+
+def run_args(
+    out: Path,
+    eng: list[EngineProc],
+    port: int,
+    duration: str,
+    weights: tuple[int, int],
+    extra: tuple[str, ...] = (),
+) -> list[str]:
+    return [
+        *LOADGUARD,
+        "run",
+        str(PLAN),
+        "--remote",
+        ",".join(e.remote for e in eng),
+        "--engine",
+        f"{eng[0].engine}:{weights[0]}",
+        "--engine",
+        f"{eng[1].engine}:{weights[1]}",
+        "--out",
+        str(out),
+        "--p95",
+        "250ms",
+        "--window",
+        "5s",
+        "--tick",
+        "1s",
+        "--initial-rate",
+        "6",
+        "--max-rate",
+        "30",
+        "--duration",
+        duration,
+        "-q",
+        *extra,
+        "-J",
+        f"target.port={port}",
+        "-J",
+        "threads=40",
+        "-J",
+        "duration=600",
+        "--",
+        "-Djava.rmi.server.hostname=127.0.0.1",
+    ]
+
+
+def share_stretches(
+    rows: list[dict[str, str]], names: list[str], initial: dict[str, float], start_ms: int
+) -> list[tuple[int, int, dict[str, float], float]]:
+    """Stretches ``(from_ms, to_ms, share per engine, total)`` where no push changed a share."""
+    marks: list[tuple[int, dict[str, float], float]] = [(start_ms, initial, sum(initial.values()))]
+    for r in rows:
+        acks = parse_acks(r["engine_ack"])
+        if not acks:
+            continue
+        shares = {n: (acks[n][0] or 0.0) if not acks[n][1] else 0.0 for n in names}
+        marks.append((int(r["epoch_ms"]), shares, float(r["new_rate"])))
+    end = int(rows[-1]["epoch_ms"])
+    out = []
+    for (t0, shares, total), nxt in zip(marks, [*marks[1:], (end, {}, 0.0)], strict=True):
+        out.append((t0 + SETTLE_MS, nxt[0], shares, total))
+    return [s for s in out if s[1] - s[0] >= MIN_STRETCH_MS]
+
+
+def achieved(jtl: pd.DataFrame, prefix: str, t0: int, t1: int) -> float:
+    mask = (
+        jtl["threadName"].str.startswith(prefix)
+        & (jtl["timeStamp"] >= t0)
+        & (jtl["timeStamp"] < t1)
+    )
+    return float(mask.sum()) / ((t1 - t0) / 1000.0)
+
+
+def flowing(rows: list[dict[str, str]]) -> int:
+    """Ticks that saw samples (the controller and engines take a while to start on a
+    loaded machine, so the tests count these rather than wall time)."""
+    return sum(int(r["samples"]) > 0 for r in rows)
+
+
+def drive_until(
+    args: list[str],
+    out: Path,
+    cwd: Path,
+    stop_when: Callable[[list[dict[str, str]]], bool],
+    on_poll: Callable[[list[dict[str, str]]], None] | None = None,
+    limit_s: float = 150.0,
+) -> tuple[int, str]:
+    """Run ``loadguard run`` until ``stop_when(decision rows)``, then Ctrl-C it (the
+    clean ending: controller stopped, summary written); returns (exit code, stderr)."""
+    proc = subprocess.Popen(
+        args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=cwd
+    )
+    try:
+        deadline = time.monotonic() + limit_s
+        path = out / "decisions.csv"
+        while time.monotonic() < deadline and proc.poll() is None:
+            rows = read_decisions(path) if path.exists() else []
+            if on_poll is not None:
+                on_poll(rows)
+            if stop_when(rows):
+                break
+            time.sleep(0.5)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, err
+
+
+def no_controller_left(out: Path) -> bool:
+    for p in psutil.process_iter(["cmdline"]):
+        cmd = " ".join(p.info["cmdline"] or [])
+        if "ApacheJMeter" in cmd and str(out) in cmd:
+            return False
+    return True
+
+
+def test_each_engine_follows_its_share_and_the_total_follows_the_decisions(
+    engines: list[EngineProc], target: RunningTarget, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    code, err = drive_until(
+        run_args(out, engines, target.port, "4m", (1, 2)),
+        out,
+        tmp_path,
+        lambda rows: flowing(rows) >= 35,
+    )
+    assert code in (0, 1), err[-3000:]
+    assert "Traceback" not in err, err[-3000:]
+    rows = read_decisions(out / "decisions.csv")
+    names = [e.engine for e in engines]
+    pushes = [r for r in rows if r["engine_ack"]]
+    assert len(pushes) >= 2, [r["action"] for r in rows]
+    for r in pushes:  # every push split the decided total 1:2 and both engines acked it
+        acks = parse_acks(r["engine_ack"])
+        a, b = (acks[n][0] for n in names)
+        assert a is not None and b is not None, r["engine_ack"]
+        assert a + b == pytest.approx(float(r["new_rate"]), rel=1e-3)
+        assert b == pytest.approx(2 * a, rel=1e-3)
+        assert r["applied"] == "true"
+
+    jtl = pd.read_csv(out / "results.jtl")
+    prefixes = [f"{e.remote}-" for e in engines]
+    assert all(jtl["threadName"].str.startswith(tuple(prefixes))), jtl["threadName"].unique()[:5]
+    initial = {names[0]: 2.0, names[1]: 4.0}
+    stretches = share_stretches(rows, names, initial, int(jtl["timeStamp"].min()))
+    assert len(stretches) >= 2, stretches
+    for t0, t1, shares, total in stretches:
+        got = [achieved(jtl, p, t0, t1) for p in prefixes]
+        for n, g in zip(names, got, strict=True):
+            assert g == pytest.approx(shares[n], rel=0.2, abs=0.6), (t0, t1, shares, got)
+        assert sum(got) == pytest.approx(total, rel=0.15, abs=0.8), (t0, t1, total, got)
+    assert max(float(r["new_rate"]) for r in rows) <= 30.0
+    assert no_controller_left(out)
+    assert all(e.proc.poll() is None for e in engines), "LoadGuard must not stop the engines"
+
+
+def test_a_killed_engine_s_share_moves_to_the_survivor_within_the_caps(
+    engines: list[EngineProc], target: RunningTarget, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    survivor, victim = engines
+    args = run_args(out, engines, target.port, "4m", (1, 1), ("--engine-max-rate", "24"))
+    killed: list[int] = []
+
+    def kill_when_loaded(rows: list[dict[str, str]]) -> None:
+        # Kill once samples flow from both engines and the rate has been raised.
+        if not killed and flowing(rows) >= 8 and float(rows[-1]["new_rate"]) > 12:
+            killed.append(int(time.time() * 1000))
+            victim.kill()
+
+    def lost_long_enough(rows: list[dict[str, str]]) -> bool:
+        return bool(killed) and len([r for r in rows if int(r["epoch_ms"]) > killed[0]]) >= 25
+
+    code, err = drive_until(args, out, tmp_path, lost_long_enough, kill_when_loaded)
+    assert killed, "the run never got going"
+    killed_ms = killed[0]
+    assert code in (0, 1), err[-3000:]
+    assert "Traceback" not in err, err[-3000:]
+    assert "lost" in err
+
+    rows = read_decisions(out / "decisions.csv")
+    lost_rows = [
+        r
+        for r in rows
+        if parse_acks(r["engine_ack"]).get(victim.engine, (None, ""))[1].startswith("lost")
+    ]
+    assert lost_rows, [r["engine_ack"] for r in rows if r["engine_ack"]]
+    first = lost_rows[0]
+    lost_ms = int(first["epoch_ms"])
+    assert killed_ms < lost_ms < killed_ms + 15_000
+    # From the loss on, every push gives the survivor the whole total, up to its ceiling.
+    after = [r for r in rows if int(r["epoch_ms"]) >= lost_ms and r["engine_ack"]]
+    for r in after:
+        acks = parse_acks(r["engine_ack"])
+        share, err_text = acks[survivor.engine]
+        assert not err_text and share is not None, r["engine_ack"]
+        assert share == pytest.approx(min(float(r["new_rate"]), 24.0), rel=1e-3)
+        assert float(r["new_rate"]) <= 30.0
+
+    jtl = pd.read_csv(out / "results.jtl")
+    s_prefix, v_prefix = f"{survivor.remote}-", f"{victim.remote}-"
+    # The victim's samples end at the kill; the survivor carries its share afterwards.
+    v_last = int(jtl.loc[jtl["threadName"].str.startswith(v_prefix), "timeStamp"].max())
+    assert v_last <= killed_ms + 1000
+    names = [e.engine for e in engines]
+    stretches = share_stretches(rows, names, {n: 3.0 for n in names}, int(jtl["timeStamp"].min()))
+    later = [s for s in stretches if s[0] >= lost_ms]
+    assert later, (lost_ms, stretches)
+    for t0, t1, shares, _total in later:
+        got = achieved(jtl, s_prefix, t0, t1)
+        assert shares[survivor.engine] <= 24.0
+        assert got == pytest.approx(shares[survivor.engine], rel=0.2, abs=0.6), (t0, t1, got)
+        assert got <= 24.0 * 1.15
+    assert no_controller_left(out)

@@ -1,0 +1,166 @@
+"""Distributed JMeter adapters that need no JMeter: -R parsing, thread ownership, the
+controller's command line, the sample sender, the JTL lag warning."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from loadguard.actuator.fleet import JtlLagWatch
+from loadguard.errors import UsageError
+from loadguard.jmeter.remote import (
+    ControllerSpec,
+    RemoteEngine,
+    controller_args,
+    engine_server_args,
+    parse_remotes,
+    sample_sender_properties,
+    thread_owner,
+)
+from loadguard.jtl.sample import SampleBatch
+
+
+@pytest.mark.parametrize(
+    ("text", "host", "port", "prefix"),
+    [
+        ("10.0.0.5:1099", "10.0.0.5", 1099, "10.0.0.5:1099-"),
+        ("jm-engine-1:24001", "jm-engine-1", 24001, "jm-engine-1:24001-"),
+        ("jm-engine-1", "jm-engine-1", 1099, "jm-engine-1-"),
+        (" 127.0.0.1:12099 ", "127.0.0.1", 12099, "127.0.0.1:12099-"),
+    ],
+)
+def test_parse_remote_keeps_the_entry_as_its_thread_prefix(
+    text: str, host: str, port: int, prefix: str
+) -> None:
+    r = RemoteEngine.parse(text)
+    assert (r.host, r.port, r.thread_prefix) == (host, port, prefix)
+
+
+@pytest.mark.parametrize("text", ["", ":1099", "h:x", "h:0", "h:70000", "a b:1099", "h;rm:1"])
+def test_bad_remote_is_a_usage_error(text: str) -> None:
+    with pytest.raises(UsageError):
+        RemoteEngine.parse(text)
+
+
+def test_parse_remotes_splits_commas_and_repeats_in_order() -> None:
+    got = parse_remotes(["h1:1,h2:2", "h3:3"])
+    assert [r.spec for r in got] == ["h1:1", "h2:2", "h3:3"]
+
+
+def test_parse_remotes_refuses_duplicates() -> None:
+    with pytest.raises(UsageError):
+        parse_remotes(["h1:1,h1:1"])
+
+
+@pytest.mark.parametrize(
+    ("thread", "owner"),
+    [
+        ("127.0.0.1:12099-elastic 1-1", 0),
+        ("127.0.0.1:1209-elastic 1-1", 1),
+        ("127.0.0.1:120999-elastic 1-1", None),
+        ("elastic 1-1", None),
+    ],
+)
+def test_thread_owner_is_the_longest_matching_prefix(thread: str, owner: int | None) -> None:
+    assert thread_owner(thread, ["127.0.0.1:12099-", "127.0.0.1:1209-"]) == owner
+
+
+@pytest.mark.parametrize(
+    ("mode", "props"),
+    [
+        ("Stripped", {"mode": "Stripped"}),
+        ("StrippedAsynch", {"mode": "StrippedAsynch"}),
+        (
+            "StrippedBatch",
+            {"mode": "StrippedBatch", "num_sample_threshold": "10", "time_threshold": "1000"},
+        ),
+    ],
+)
+def test_sample_sender_properties(mode: str, props: dict[str, str]) -> None:
+    assert sample_sender_properties(mode) == props
+
+
+def test_unknown_sample_sender_is_a_usage_error() -> None:
+    with pytest.raises(UsageError):
+        sample_sender_properties("Hold")
+
+
+def test_controller_args_send_plan_properties_to_every_engine() -> None:
+    spec = ControllerSpec(
+        plan=Path("/p/plan.jmx"),
+        jtl=Path("/o/results.jtl"),
+        log=Path("/o/jmeter.log"),
+        stdout=Path("/o/jmeter.out"),
+        udp_port=4455,
+        remotes=parse_remotes(["h1:1099,h2:1099"]),
+        properties={"threads": "50", "target.port": "8080"},
+        extra_args=("-Djava.rmi.server.hostname=10.0.0.9",),
+    )
+    args = controller_args(spec)
+    assert args[:9] == [
+        "-n",
+        "-t",
+        "/p/plan.jmx",
+        "-l",
+        "/o/results.jtl",
+        "-j",
+        "/o/jmeter.log",
+        "-R",
+        "h1:1099,h2:1099",
+    ]
+    for expected in (
+        "-Jmode=StrippedAsynch",
+        "-Jserver.rmi.ssl.disable=true",
+        "-Jjmeter.save.saveservice.autoflush=true",
+        "-Jjmeter.save.saveservice.thread_name=true",
+        "-Jjmeterengine.nongui.port=4455",
+        "-Jthreads=50",
+        "-Gthreads=50",
+        "-Gtarget.port=8080",
+    ):
+        assert expected in args
+    assert args[-1] == "-Djava.rmi.server.hostname=10.0.0.9"
+    assert not any("beanshell" in a for a in args)  # the controller runs no BeanShell
+    assert not any(a.startswith("-Gloadguard.tpm") for a in args)  # shares are pushed
+
+
+def test_engine_server_args_pin_both_rmi_ports_and_beanshell() -> None:
+    args = engine_server_args(24001, 9000, hostname="10.0.0.5")
+    assert args == [
+        "-s",
+        "-Dserver_port=24001",
+        "-Jserver.rmi.localport=24002",
+        "-Jbeanshell.server.port=9000",
+        "-Jbeanshell.server.file=",
+        "-Djava.rmi.server.hostname=10.0.0.5",
+        "-Jserver.rmi.ssl.disable=true",
+    ]
+
+
+def _ended_at(end_ms: int) -> SampleBatch:
+    return SampleBatch.of([end_ms - 20], [20], [True], ["r"])
+
+
+def test_lag_watch_warns_once_when_the_jtl_keeps_lagging() -> None:
+    watch = JtlLagWatch(threshold_ms=3000, polls=3)
+    assert watch.observe(_ended_at(0), 100_000) is None  # the backlog poll is not judged
+    results = [watch.observe(_ended_at(t - 8000), t) for t in (101_000, 102_000, 103_000)]
+    assert results[:2] == [None, None]
+    assert results[2] is not None and "StrippedAsynch" in results[2]
+    assert watch.observe(_ended_at(96_000), 104_000) is None  # once
+
+
+@pytest.mark.parametrize("lags", [[50, 60, 40], [8000, 50, 8000], [8000, 8000]])
+def test_lag_watch_stays_quiet_on_a_fresh_or_briefly_late_jtl(lags: list[int]) -> None:
+    watch = JtlLagWatch(threshold_ms=3000, polls=3)
+    watch.observe(_ended_at(0), 1000)
+    for i, lag in enumerate(lags):
+        now = 10_000 + 1000 * i
+        assert watch.observe(_ended_at(now - lag), now) is None
+
+
+def test_lag_watch_ignores_empty_polls() -> None:
+    watch = JtlLagWatch()
+    assert watch.observe(SampleBatch.empty(), 5000) is None
+    assert watch.polls == 0

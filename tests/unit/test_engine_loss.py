@@ -1,0 +1,361 @@
+"""Engine loss and share reassignment: FleetHealth, allocate, FleetActuator (fake clock,
+fake BeanShell clients: no sockets) and the decision-log annotation."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from loadguard.actuator.bsh import BeanShellClient
+from loadguard.actuator.engine_health import (
+    EngineState,
+    FleetHealth,
+    HealthSettings,
+    allocate,
+)
+from loadguard.actuator.engines import Engine
+from loadguard.actuator.fleet import FleetActuator, FleetLogWriter, FleetSource, format_acks
+from loadguard.errors import ActuatorError, UsageError
+from loadguard.jtl.sample import SampleBatch
+
+# -- allocate -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("total", "weights", "live", "cap", "shares"),
+    [
+        (30.0, [1, 1], [True, True], None, [15.0, 15.0]),
+        (30.0, [1, 2], [True, True], None, [10.0, 20.0]),
+        (30.0, [1, 1], [True, False], None, [30.0, 0.1]),
+        (30.0, [1, 1], [True, False], 24.0, [24.0, 0.1]),
+        (30.0, [1, 1, 1], [True, True, False], 12.0, [12.0, 12.0, 0.1]),
+        (30.0, [1, 3], [True, True], 20.0, [10.0, 20.0]),
+        (30.0, [1, 5], [True, True], 20.0, [10.0, 20.0]),
+        (30.0, [1, 1], [False, False], None, [15.0, 15.0]),
+        (0.0, [1, 1], [True, True], None, [0.1, 0.1]),
+    ],
+)
+def test_allocate_moves_lost_shares_to_the_live_up_to_the_cap(
+    total: float, weights: list[float], live: list[bool], cap: float | None, shares: list[float]
+) -> None:
+    assert allocate(total, weights, live, cap_rps=cap) == pytest.approx(shares)
+
+
+@given(
+    total=st.floats(0.0, 10_000.0),
+    weights=st.lists(st.floats(0.1, 10.0), min_size=1, max_size=8),
+    data=st.data(),
+    cap=st.one_of(st.none(), st.floats(0.5, 5_000.0)),
+)
+def test_allocate_live_sum_is_the_total_or_every_live_engine_at_the_cap(
+    total: float, weights: list[float], data: st.DataObject, cap: float | None
+) -> None:
+    live = data.draw(st.lists(st.booleans(), min_size=len(weights), max_size=len(weights)))
+    shares = allocate(total, weights, live, cap_rps=cap, floor_rps=0.1)
+    alive = live if any(live) else [True] * len(live)
+    n = sum(alive)
+    live_sum = sum(s for s, a in zip(shares, alive, strict=True) if a)
+    expected = total if cap is None else min(total, n * cap)
+    # The floor may lift tiny shares; otherwise the live engines carry exactly the total.
+    assert live_sum >= expected - 1e-6 * max(1.0, expected)
+    assert live_sum <= expected + 0.1 * n + 1e-6 * max(1.0, expected)
+    for s, a in zip(shares, alive, strict=True):
+        assert s >= 0.1 - 1e-12
+        if not a:
+            assert s == 0.1
+        if cap is not None:
+            assert s <= max(cap, 0.1) + 1e-9
+
+
+@pytest.mark.parametrize(("total", "cap"), [(math.nan, None), (-1.0, None), (5.0, 0.0)])
+def test_allocate_refuses_bad_input(total: float, cap: float | None) -> None:
+    with pytest.raises(UsageError):
+        allocate(total, [1.0], [True], cap_rps=cap)
+
+
+# -- FleetHealth ----------------------------------------------------------------------
+
+S = HealthSettings(fail_after=2, silence_ms=5000, min_expected=5.0, startup_grace_ms=15_000)
+SHARES = {"a": 10.0, "b": 10.0}
+
+
+def fleet_health() -> FleetHealth:
+    return FleetHealth(["a", "b"], S, start_ms=0)
+
+
+def test_consecutive_failed_pushes_lose_an_engine() -> None:
+    h = fleet_health()
+    h.record_push("b", ok=False)
+    assert h.evaluate(1000, SHARES) == ()
+    h.record_push("b", ok=False)
+    (change,) = h.evaluate(2000, SHARES)
+    assert (change.engine, change.state) == ("b", EngineState.LOST)
+    assert "not answering" in change.reason
+    assert h.live() == ("a",)
+
+
+def test_a_success_between_failures_resets_the_count() -> None:
+    h = fleet_health()
+    for ok in (False, True, False):
+        h.record_push("b", ok=ok)
+    assert h.evaluate(1000, SHARES) == ()
+
+
+def test_vanished_samples_lose_an_engine_while_others_arrive() -> None:
+    h = fleet_health()
+    h.record_samples(["a", "b"], 1000)
+    for t in range(2000, 7000, 1000):
+        h.record_samples(["a"], t)
+        assert h.evaluate(t, SHARES) == ()
+    h.record_samples(["a"], 7000)
+    (change,) = h.evaluate(7000, SHARES)
+    assert change.engine == "b" and "no samples for 6.0s" in change.reason
+
+
+def test_a_jtl_silent_as_a_whole_loses_nobody() -> None:
+    h = fleet_health()
+    h.record_samples(["a", "b"], 1000)
+    assert h.evaluate(60_000, SHARES) == ()
+
+
+@pytest.mark.parametrize(("share", "allowed_ms"), [(10.0, 5000), (0.5, 10_000), (0.1, 50_000)])
+def test_silence_allowed_grows_at_low_shares(share: float, allowed_ms: int) -> None:
+    assert S.silence_for(share) == allowed_ms
+
+
+def test_a_never_seen_engine_gets_the_startup_grace() -> None:
+    h = fleet_health()
+    for t in range(1000, 15_000, 1000):
+        h.record_samples(["a"], t)
+        assert h.evaluate(t, SHARES) == ()
+    h.record_samples(["a"], 15_000)
+    (change,) = h.evaluate(15_000, SHARES)
+    assert change.engine == "b"
+
+
+def test_a_silence_lost_engine_returns_when_it_answers_and_its_samples_come_back() -> None:
+    h = fleet_health()
+    h.record_samples(["a", "b"], 0)
+    h.record_samples(["a"], 6000)
+    h.evaluate(6000, SHARES)
+    assert h.state("b") is EngineState.LOST
+    h.record_push("b", ok=True)
+    assert h.evaluate(7000, SHARES) == ()  # answers, but no sample yet
+    h.record_samples(["a", "b"], 8000)
+    (change,) = h.evaluate(8000, SHARES)
+    assert change.state is EngineState.LIVE and h.live() == ("a", "b")
+
+
+def test_a_push_lost_engine_returns_when_it_answers() -> None:
+    h = FleetHealth(["a", "b"], HealthSettings(track_samples=False))
+    h.record_push("b", ok=False)
+    h.record_push("b", ok=False)
+    h.evaluate(1000, SHARES)
+    h.record_push("b", ok=True)
+    (change,) = h.evaluate(2000, SHARES)
+    assert change.state is EngineState.LIVE
+
+
+@pytest.mark.parametrize("names", [[], ["a", "a"]])
+def test_fleet_health_refuses_bad_engine_lists(names: list[str]) -> None:
+    with pytest.raises(UsageError):
+        FleetHealth(names)
+
+
+# -- FleetActuator ----------------------------------------------------------------------
+
+
+@dataclass
+class FakeClient:
+    """Stands in for BeanShellClient: records the property, or fails when ``down``."""
+
+    state: dict[str, Any]
+    name: str
+
+    def set_property(self, prop: str, value: float) -> float:
+        if self.name in self.state["down"]:
+            raise ActuatorError(f"{self.name}: connection refused")
+        self.state["props"][self.name] = value
+        return value
+
+    def get_property(self, prop: str) -> str | None:
+        if self.name in self.state["down"]:
+            raise ActuatorError(f"{self.name}: connection refused")
+        v = self.state["props"].get(self.name)
+        return None if v is None else repr(v)
+
+
+@dataclass
+class Clock:
+    ms: int = 0
+    mono: float = 0.0
+    log: list[int] = field(default_factory=list)
+
+    def now_ms(self) -> int:
+        return self.ms
+
+    def monotonic(self) -> float:
+        return self.ms / 1000.0
+
+
+A, B = Engine("10.0.0.1", 9001), Engine("10.0.0.2", 9001)
+PREFIXES = ["10.0.0.1:1099-", "10.0.0.2:1099-"]
+
+
+def make_fleet(
+    clock: Clock, cap: float | None = None, prefixes: list[str] = PREFIXES
+) -> tuple[FleetActuator, dict[str, Any]]:
+    state: dict[str, Any] = {"down": set(), "props": {}}
+
+    def factory(e: Engine) -> BeanShellClient:
+        return cast(BeanShellClient, FakeClient(state, e.name))
+
+    fleet = FleetActuator(
+        [A, B],
+        prefixes=prefixes,
+        engine_max_rps=cap,
+        now_ms=clock.now_ms,
+        client_factory=factory,
+        clock=clock.monotonic,
+        timeout_s=1.0,
+    )
+    return fleet, state
+
+
+def batch(at_ms: int, *threads: str) -> SampleBatch:
+    n = len(threads)
+    return SampleBatch.of([at_ms - 10] * n, [5] * n, [True] * n, ["r"] * n, list(threads))
+
+
+def test_push_splits_over_live_engines_in_samples_per_minute() -> None:
+    clock = Clock()
+    fleet, state = make_fleet(clock)
+    result = fleet.push(20.0)
+    assert result.applied and result.rate_rps == pytest.approx(20.0)
+    assert state["props"] == {A.name: pytest.approx(600.0), B.name: pytest.approx(600.0)}
+    fleet.close()
+
+
+def test_an_engine_that_stops_answering_has_its_share_moved_in_the_same_push() -> None:
+    clock = Clock()
+    fleet, state = make_fleet(clock)
+    fleet.push(20.0)
+    state["down"].add(B.name)
+    clock.ms = 2000
+    first = fleet.push(22.0)  # one failure: not lost yet
+    assert not first.applied
+    clock.ms = 5000  # past the EngineSet backoff
+    second = fleet.push(24.0)
+    assert second.applied
+    assert state["props"][A.name] == pytest.approx(24.0 * 60)
+    acks = {a.engine: a for a in second.acks}
+    assert not acks[B.name].ok and acks[B.name].error is not None
+    assert acks[B.name].error.startswith("lost: not answering")
+    fleet.close()
+
+
+def test_vanished_samples_trigger_a_re_push_that_the_next_row_records() -> None:
+    clock = Clock()
+    fleet, state = make_fleet(clock, cap=15.0)
+    fleet.push(20.0)
+    source = FleetSource(_ListSource([]), fleet, now_ms=clock.now_ms)
+    for t in range(1000, 8000, 1000):
+        clock.ms = t
+        threads = (
+            ("10.0.0.1:1099-tg 1-1", "10.0.0.2:1099-tg 1-2")
+            if t < 2000
+            else ("10.0.0.1:1099-tg 1-1",)
+        )
+        source.inner = _ListSource([batch(t, *threads)])
+        source.poll()
+    assert fleet.health.state(B.name) is EngineState.LOST
+    # The survivor got the whole total, capped at its ceiling, without a policy push.
+    assert state["props"][A.name] == pytest.approx(15.0 * 60)
+    note = fleet.take_unreported()
+    assert (
+        note is not None and f"{A.name}=15.0" in note and f"{B.name}=0.1!lost: no samples" in note
+    )
+    assert fleet.take_unreported() is None
+
+
+def test_fleet_log_writer_fills_only_rows_that_pushed_nothing() -> None:
+    clock = Clock()
+    fleet, _ = make_fleet(clock)
+    fleet.push(10.0)
+    written: list[Any] = []
+
+    class Inner:
+        def next_tick(self) -> int:
+            return 1
+
+        def append(self, row: Any) -> None:
+            written.append(row)
+
+    fleet._unreported = fleet.push(10.0).acks  # as a re-push would leave it
+    writer = FleetLogWriter(Inner(), fleet)
+    row = _row(engine_ack="")
+    writer.append(row)
+    assert written[-1].engine_ack == format_acks(fleet.push(10.0).acks)
+    fleet._unreported = fleet.push(10.0).acks
+    writer.append(_row(engine_ack="x=1.0"))
+    assert written[-1].engine_ack == "x=1.0"
+
+
+def test_unknown_thread_names_count_for_no_engine() -> None:
+    clock = Clock()
+    fleet, _ = make_fleet(clock)
+    fleet.observe(batch(1000, "somewhere-else 1-1"), 1000)
+    assert fleet.health.last_seen_ms(A.name) is None and fleet.health.last_seen_ms(B.name) is None
+
+
+def test_prefix_count_must_match_engines() -> None:
+    with pytest.raises(UsageError):
+        make_fleet(Clock(), prefixes=["only-one-"])
+
+
+class _ListSource:
+    def __init__(self, batches: list[SampleBatch]) -> None:
+        self.batches = batches
+
+    @property
+    def malformed_rows(self) -> int:
+        return 0
+
+    def poll(self) -> SampleBatch:
+        return self.batches.pop(0) if self.batches else SampleBatch.empty()
+
+
+def _row(engine_ack: str) -> Any:
+    from loadguard.decisions import DecisionRow
+
+    return DecisionRow(
+        epoch_ms=0,
+        tick=1,
+        action="HOLD",
+        zone="SAFE",
+        reason="safe",
+        old_rate=10.0,
+        new_rate=10.0,
+        applied=True,
+        engine_ack=engine_ack,
+        samples=0,
+        rps=0.0,
+        ok_rps=0.0,
+        error_rate=0.0,
+        mean_ms=None,
+        p50_ms=None,
+        p90_ms=None,
+        p95_ms=None,
+        p99_ms=None,
+        max_ms=None,
+        offered_rps=10.0,
+        staleness_ms=None,
+        slo={},
+        breaches=(),
+        breached_labels=(),
+    )
