@@ -74,6 +74,9 @@ def _register() -> None:
     from loadguard.cli import evaluate_cmd
 
     cli.add_command(evaluate_cmd.evaluate_cmd)
+    from loadguard.cli import engines_cmd
+
+    cli.add_command(engines_cmd.engines)
 
 
 _register()
