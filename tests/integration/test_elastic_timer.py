@@ -161,3 +161,12 @@ def test_inject_outputs_load_and_run(jmeter_home: JMeterHome, tmp_path: Path, go
     log = (tmp_path / f"{golden}.log").read_text()
     assert "Problem in JSR223 script" not in log
     assert len(read_jtl(jtl)) >= 5
+
+
+def test_timer_fragment_template_loads(jmeter_home: JMeterHome, tmp_path: Path) -> None:
+    # A fragment (as "Save Selection As" writes it) loads, but has no TestPlan to run;
+    # its timer lines are exactly what inject adds, run by test_inject_outputs_load_and_run.
+    _, proc = run_jmeter(jmeter_home, TEMPLATES / "elastic_timer.jmx", tmp_path, timeout=60)
+    assert "Created the tree successfully" in proc.stdout, proc.stdout
+    assert "Could not find the TestPlan class" in proc.stdout
+    assert "Problem loading XML" not in proc.stdout

@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
+from loadguard.actuator.elastic_timer import DEFAULT_INITIAL_RATE_RPS
 from loadguard.jmx import TEMPLATE_FILES, has_elastic_timer, render_templates, thread_groups
+from loadguard.jmx.elastic_xml import timer_block
 from loadguard.jmx.groovy_timer import GROOVY_SOURCE
 
 TEMPLATES = Path(__file__).parents[2] / "jmx_templates"
@@ -35,3 +37,8 @@ def test_elastic_plan_is_parameterised_by_properties() -> None:
         assert f"${{__P({prop}," in text
     (group,) = thread_groups(text.encode())
     assert group.threads == 100
+
+
+def test_fragment_holds_exactly_the_lines_inject_adds() -> None:
+    text = (TEMPLATES / "elastic_timer.jmx").read_text()
+    assert timer_block("    ", DEFAULT_INITIAL_RATE_RPS) in text
