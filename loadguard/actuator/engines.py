@@ -234,8 +234,11 @@ class EngineSet:
                         f"retry in {health.retry_at - start:.1f}s"
                     )
                 else:
-                    client = self._factory(engine)
-                    future = self._pool.submit(job, client)
+                    try:
+                        future = self._pool.submit(job, self._factory(engine))
+                    except Exception as exc:  # closed pool, bad factory: report, never raise
+                        skipped[engine.name] = f"not sent: {type(exc).__name__}: {exc}"
+                        continue
                     health.busy = future
                     futures[engine.name] = future
         wait_futures(list(futures.values()), timeout=self.timeout_s)

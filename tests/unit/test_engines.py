@@ -170,3 +170,14 @@ def test_dry_run_records_rates_and_pushes_nothing() -> None:
     assert not dry.push(math.nan).applied
     assert dry.history == [12.0, MIN_RATE_RPS]
     assert dry.read_rate() == MIN_RATE_RPS
+
+
+def test_push_after_close_reports_instead_of_raising() -> None:
+    with fake_bsh() as fake:
+        actuator = EngineSet([Engine("127.0.0.1", fake.port)])
+        actuator.close()
+        result = actuator.push(5.0)
+        assert not result.applied
+        assert "not sent" in (result.acks[0].error or "")
+        assert actuator.read_rate() is None
+        assert fake.connections == 0
