@@ -1,7 +1,9 @@
-"""Durations as people type them: ``300ms``, ``1.5s``, ``2m``.
+"""Durations as people type them on the command line: ``300ms``, ``1.5s``, ``2m``, ``1h``.
 
-The target's options (``--service 50ms``, ``--degrade-at 120s``, ``?p95=300ms``) all take
-durations with a unit; a bare ``0`` is the one unit-less value accepted.
+Every CLI duration goes through ``parse_duration_s`` (``--service 50ms``, ``--duration
+10m``, ``--window 10s`` ...). A unit is required, except for a bare ``0`` and where a
+command documents a default unit (``bare_unit``). SLO thresholds have their own stricter
+parser in ``loadguard.slo`` (ms or s only, with the key in the error).
 """
 
 from __future__ import annotations
@@ -11,15 +13,29 @@ import re
 
 from loadguard.errors import UsageError
 
-_UNITS_S: dict[str, float] = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0}
-_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(us|ms|s|min|m)\s*$")
+_UNITS_S: dict[str, float] = {
+    "us": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+    "m": 60.0,
+    "min": 60.0,
+    "h": 3600.0,
+}
+_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(us|ms|s|min|m|h)?\s*$")
 
 
-def parse_duration_s(text: str, *, what: str = "duration") -> float:
-    """Seconds in ``text`` (``300ms`` -> 0.3); raises ``UsageError`` on anything else."""
+def parse_duration_s(text: str, *, what: str = "duration", bare_unit: str | None = None) -> float:
+    """Seconds in ``text`` (``300ms`` -> 0.3); raises ``UsageError`` on anything else.
+
+    ``bare_unit``: the unit of a number written without one (``None``: not allowed)."""
     if text.strip() == "0":
         return 0.0
     match = _DURATION.match(text)
+    if match is not None and match.group(2) is None:
+        if bare_unit is None:
+            match = None
+        else:
+            return float(match.group(1)) * _UNITS_S[bare_unit]
     if match is None:
         raise UsageError(f"bad {what} {text!r}: expected a number with a unit, e.g. 300ms or 2s")
     value = float(match.group(1)) * _UNITS_S[match.group(2)]

@@ -214,29 +214,41 @@ class FleetActuator(EngineSet):
 
 
 class JtlLagWatch:
-    """Warns once when the newest sample of ``polls`` consecutive non-empty polls is
-    more than ``threshold_ms`` behind the wall clock (the first poll, which may read a
-    backlog, is not judged)."""
+    """Warns once when samples keep reaching the JTL late.
+
+    A row that ended before the previous poll but shows up only now was late. Per
+    non-empty poll, with ``t_prev`` the previous poll's time and ``e`` the new rows' end
+    times,
+
+        late = t_prev - median(e)
+
+    is <= 0 for a JTL written as samples complete (they end between the polls), and
+    about half a batch span for a batching sample sender or a buffered writer (the newest
+    row of a batch is fresh, its older rows are not, so the *median* is judged, not the
+    newest). The warning comes after ``polls`` consecutive late polls over
+    ``threshold_ms``; the first non-empty poll (a backlog) is not judged."""
 
     def __init__(self, threshold_ms: int = 3000, polls: int = 3) -> None:
         self.threshold_ms = threshold_ms
         self.lags: deque[int] = deque(maxlen=polls)
         self.polls = 0
+        self.prev_poll_ms: int | None = None
         self.warning: str | None = None
 
     def observe(self, batch: SampleBatch, now_ms: int) -> str | None:
+        prev, self.prev_poll_ms = self.prev_poll_ms, now_ms
         if not len(batch):
             return None
         self.polls += 1
-        if self.polls == 1 or self.warning is not None:
+        if self.polls == 1 or prev is None or self.warning is not None:
             return None
-        self.lags.append(now_ms - int(batch.end_ms.max()))
+        self.lags.append(prev - int(np.median(batch.end_ms)))
         if len(self.lags) == self.lags.maxlen and min(self.lags) > self.threshold_ms:
             self.warning = (
-                f"the JTL lags the test by {min(self.lags) / 1000:.1f}s or more: samples reach "
-                "it late, so every window describes the past. A distributed controller "
-                "batches them (mode=StrippedBatch): run it with -Jmode=StrippedAsynch "
-                "(loadguard run --remote does); a single JMeter needs "
+                f"the JTL lags the test: rows arrive {min(self.lags) / 1000:.1f}s or more after "
+                "their samples ended, so every window describes the past. A distributed "
+                "controller batches them (mode=StrippedBatch): run it with "
+                "-Jmode=StrippedAsynch (loadguard run --remote does); a single JMeter needs "
                 "-Jjmeter.save.saveservice.autoflush=true"
             )
             log.warning("%s", self.warning)

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from loadguard.demo import DemoOptions, run_demo
-from loadguard.target.durations import parse_duration_s
+from loadguard.durations import parse_duration_s
 
 
 @click.command("demo")

@@ -15,7 +15,7 @@ from loadguard.errors import UsageError
 from loadguard.evaluate.config import EvalConfig
 from loadguard.evaluate.harness import evaluate
 from loadguard.evaluate.schemes import SCHEMES, parse_schemes
-from loadguard.target.durations import parse_duration_s
+from loadguard.durations import parse_duration_s
 
 
 def _rates(text: str) -> tuple[float, ...]:

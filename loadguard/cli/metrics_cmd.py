@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from loadguard.durations import parse_duration_s
 from loadguard.errors import JtlError, UsageError
 from loadguard.jtl.columns import (
     JtlFormat,
@@ -23,15 +24,15 @@ from loadguard.jtl.replay import replay
 from loadguard.stats import LabelStats, WindowStats
 from loadguard.window import Window
 
-_UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
-
 
 def parse_duration_ms(text: str, option: str, minimum_ms: int = 1) -> int:
     """``10s``, ``500ms``, ``2m``, ``1h`` (a bare number is seconds)."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*", text)
-    if m is None:
-        raise UsageError(f"{option} expects a duration such as 10s or 500ms, not {text!r}")
-    value = float(m.group(1)) * _UNITS_MS[m.group(2) or "s"]
+    try:
+        value = parse_duration_s(text, what=option, bare_unit="s") * 1000
+    except UsageError:
+        raise UsageError(
+            f"{option} expects a duration such as 10s or 500ms, not {text!r}"
+        ) from None
     if value < minimum_ms:
         raise UsageError(f"{option} must be at least {minimum_ms} ms")
     return round(value)

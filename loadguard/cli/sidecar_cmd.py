@@ -18,7 +18,7 @@ from loadguard.loop import LoopOutcome
 from loadguard.policies import parse_params
 from loadguard.sidecar import Paths, RunPlan, SidecarConfig, attach, run_plan
 from loadguard.slo import SloSpec, parse_rate_rps
-from loadguard.target.durations import parse_duration_s
+from loadguard.durations import parse_duration_s
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -15,7 +15,7 @@ from loadguard.simulate.scenario import CapacityChange, Scenario
 from loadguard.simulate.summary import summarize
 from loadguard.slo import SloSpec
 from loadguard.target.distributions import ServiceDist
-from loadguard.target.durations import parse_duration_s
+from loadguard.durations import parse_duration_s
 
 #: Actuation lag until the sidecar's measured Elastic Timer lag is adopted here too.
 DEFAULT_LAG = "2s"

@@ -12,7 +12,7 @@ import click
 from loadguard.errors import UsageError
 from loadguard.target.capacity import CapacityEstimate
 from loadguard.target.distributions import ServiceDist, parse_dist
-from loadguard.target.durations import format_duration, parse_duration_s
+from loadguard.durations import format_duration, parse_duration_s
 from loadguard.target.model import ENDPOINTS, build_model
 from loadguard.target.pages import BASE
 from loadguard.target.process import TargetReady, format_ready_line

@@ -28,7 +28,7 @@ from loadguard.errors import SimulationError, UsageError
 from loadguard.simulate import mmc
 from loadguard.target.capacity import estimate_lambda_star
 from loadguard.target.distributions import ServiceDist
-from loadguard.target.durations import parse_duration_s
+from loadguard.durations import parse_duration_s
 from loadguard.target.model import ENDPOINTS, TargetModel
 
 Arrivals = Literal["poisson", "smooth"]

@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from loadguard.errors import UsageError
-from loadguard.target.durations import format_duration, parse_duration_s
+from loadguard.durations import format_duration, parse_duration_s
 
 DistKind = Literal["const", "exp", "lognormal"]
 F64 = npt.NDArray[np.float64]

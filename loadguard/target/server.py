@@ -34,7 +34,7 @@ from aiohttp import web
 from loadguard.errors import UsageError
 from loadguard.target import pages
 from loadguard.target.capacity import CapacityEstimate, estimate_lambda_star
-from loadguard.target.durations import parse_duration_s
+from loadguard.durations import parse_duration_s
 from loadguard.target.gate import CapacityGate
 from loadguard.target.model import TargetModel
 from loadguard.target.session import COOKIE, Session, valid_login

@@ -134,8 +134,10 @@ def run_args(
         f"{eng[1].engine}:{weights[1]}",
         "--out",
         str(out),
+        # Far above what M/M/4 gives at <= 30 req/s (p95 ~ 0.15 s): the policy raises the
+        # rate in steps up to --max-rate, even through a slow JVM warm-up.
         "--p95",
-        "250ms",
+        "1s",
         "--window",
         "5s",
         "--tick",
@@ -249,6 +251,8 @@ def test_each_engine_follows_its_share_and_the_total_follows_the_decisions(
     names = [e.engine for e in engines]
     pushes = [r for r in rows if r["engine_ack"]]
     assert len(pushes) >= 2, [r["action"] for r in rows]
+    decided = [float(r["new_rate"]) for r in pushes]
+    assert max(decided) >= 2 * min(decided), decided  # the shares really moved
     for r in pushes:  # every push split the decided total 1:2 and both engines acked it
         acks = parse_acks(r["engine_ack"])
         a, b = (acks[n][0] for n in names)
