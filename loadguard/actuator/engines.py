@@ -133,7 +133,7 @@ class EngineSet:
         property_name: str = RATE_PROPERTY,
         timeout_s: float = 2.0,
         backoff_s: float = 1.0,
-        max_backoff_s: float = 30.0,
+        max_backoff_s: float = 10.0,
         floor_rps: float = MIN_RATE_RPS,
         client_factory: ClientFactory | None = None,
         clock: Callable[[], float] = time.monotonic,
