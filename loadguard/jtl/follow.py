@@ -5,9 +5,14 @@ rows they complete, already selected (each request once, see ``selection``). It:
 
 * may start before the file exists (``poll`` returns an empty batch until it does);
 * holds a partial last record (CSV records may span lines inside quotes);
-* notices truncation (size below what was read) or replacement (another inode at the
-  path: JMeter started again) and starts over with a log message; a replaced file's old
-  handle is read to its end first, so its last rows are not lost;
+* notices truncation (size below what was read, or the first bytes changed: truncated
+  and rewritten past the read position between two polls) or replacement (another inode
+  at the path: JMeter started again) and starts over with a log message; a replaced
+  file's old handle is read to its end first, so its last rows are not lost. After a
+  restart a leading run of NUL bytes is skipped: JMeter does not open the JTL in append
+  mode, so after ``: > results.jtl`` it keeps writing at its old offset and the file
+  starts with a hole. The restarted CSV decoder keeps the column layout learnt so far
+  (the rows after a truncation have no header);
 * tells CSV from XML by the first byte (``<``), unless the format says;
 * counts bad rows (``malformed_rows``) and keeps the first ones (``bad_rows``);
 * fills ``SampleBatch.thread_name`` from CSV only with ``thread_names=True`` or once a
@@ -19,6 +24,7 @@ rows they complete, already selected (each request once, see ``selection``). It:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections.abc import Iterator
@@ -39,6 +45,8 @@ log = logging.getLogger(__name__)
 READ_BYTES = 64 << 20
 # Polls that must end mid-record before the file is called buffered.
 BUFFERED_AFTER = 3
+# Bytes at the start of the file compared on every poll to spot a rewrite.
+HEAD_BYTES = 256
 
 
 class _Decoder(Protocol):
@@ -108,6 +116,10 @@ class JtlFollower:
         self._fd: int | None = None
         self._ino: tuple[int, int] | None = None
         self._pos = 0
+        self._head = b""  # the file's first bytes as read (rewrite detection)
+        self._skip_hole = False  # after a restart: skip leading NUL bytes
+        self._in_hole = False  # the last chunk fed was all hole
+        self._carry_columns: tuple[str, ...] | None = None
         self._decoder: _Decoder | None = None
         self._csv: CsvStreamDecoder | None = None
         self._records_before = 0
@@ -169,6 +181,7 @@ class JtlFollower:
         self._fd = fd
         self._ino = (st.st_dev, st.st_ino)
         self._pos = 0
+        self._head = b""
         return True
 
     def close(self) -> None:
@@ -193,8 +206,11 @@ class JtlFollower:
                 tz=self.tz,
                 max_record_bytes=self.max_record_bytes,
             )
+        fmt = self.fmt
+        if self._carry_columns is not None:
+            fmt = dataclasses.replace(fmt, columns=self._carry_columns, columns_given=True)
         self._csv = CsvStreamDecoder(
-            self.fmt,
+            fmt,
             self.bad,
             tz=self.tz,
             chunk_bytes=self.chunk_bytes,
@@ -208,7 +224,11 @@ class JtlFollower:
         log.warning("JTL %s %s: reading it again from the start", self.path, why)
         if self._decoder is not None:
             self._records_before += getattr(self._decoder, "records", 0)
+        if self._csv is not None and self._csv.columns:
+            self._carry_columns = tuple(self._csv.columns)
         self._decoder = None
+        self._head = b""
+        self._skip_hole = True
         self.selector.reset()
         self._growth_polls = 0
         self._midrecord_polls = 0
@@ -221,13 +241,20 @@ class JtlFollower:
         return data
 
     def _feed(self, data: bytes) -> list[RawRows]:
+        self._in_hole = False
         if self._decoder is None:
+            if self._skip_hole:
+                hole = len(data) - len(data := data.lstrip(b"\0"))
+                if hole and not data:
+                    self._in_hole = True  # all hole so far: consumed, read on
+                    return []
             if not data.strip():
                 # Nothing to sniff yet: give the bytes back by rewinding.
                 self._pos -= len(data)
                 self.bytes_read -= len(data)
                 return []
             self._decoder = self._new_decoder(data)
+            self._skip_hole = False
         return self._decoder.feed(data)
 
     def _select(self, parts: list[RawRows]) -> SampleBatch:
@@ -282,6 +309,9 @@ class JtlFollower:
         if size < self._pos:
             self._restart(f"shrank from {self._pos} to {size} bytes (truncated)")
             self._pos = 0
+        elif self._head and os.pread(self._fd, len(self._head), 0) != self._head:
+            self._restart("was rewritten from the start (truncated and refilled)")
+            self._pos = 0
         grew = False
         caught_up = False
         remaining = self.read_bytes
@@ -293,11 +323,13 @@ class JtlFollower:
             grew = True
             remaining -= len(data)
             parts += self._feed(data)
-            if self._decoder is None:
+            if self._decoder is None and not self._in_hole:
                 break
         # Only a poll that reached the end of what JMeter has written says anything about
         # how JMeter writes (reading a long file in pieces always ends mid-row).
         self._check_buffering(grew and caught_up)
+        if len(self._head) < HEAD_BYTES and self._pos > len(self._head):
+            self._head = os.pread(self._fd, min(self._pos, HEAD_BYTES), 0)
         return self._select(parts)
 
     def batches(self) -> Iterator[SampleBatch]:
