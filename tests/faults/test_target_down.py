@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from loadguard.actuator.elastic_timer import ELASTIC_TIMER_LAG_MS
+from loadguard.durations import parse_duration_s
 from loadguard.jmeter.home import JMeterHome
 from loadguard.policies import GUARD_DEFAULTS
-from loadguard.durations import parse_duration_s
 from tests.faults.helpers import free_port, jmeter_pids, read_decisions, run_args, sidecar
 
 pytestmark = pytest.mark.jmeter
