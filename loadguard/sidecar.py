@@ -16,7 +16,7 @@ import logging
 import shutil
 import signal
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType
@@ -100,6 +100,10 @@ def preflight(paths: Paths) -> None:
     for p in (paths.summary, paths.junit):
         if p is not None:
             check_writable(p)
+    # Write the header now (or check an existing log's): a full disk, a quota or a
+    # foreign file at that path fails here, before JMeter starts, not after.
+    with DecisionLogWriter(paths.decisions):
+        pass
 
 
 @contextlib.contextmanager
@@ -136,6 +140,7 @@ def drive(
     stop_requested: threading.Event | None = None,
     actuator: Actuator | None = None,
     preset: bool = False,
+    transaction_labels: Callable[[], Collection[str]] | None = None,
 ) -> LoopOutcome:
     """Run the loop to its end and write the summary (and JUnit) whatever the ending.
 
@@ -165,7 +170,13 @@ def drive(
     ):
         loop = ControlLoop(
             source=source,
-            window=Window(cfg.spec.window_ms),
+            # The window reports the follower's malformed-row count, and leaves
+            # Transaction Controller labels out of "overall" (each request once).
+            window=Window(
+                cfg.spec.window_ms,
+                malformed_rows=lambda: source.malformed_rows,
+                overall_excludes=transaction_labels,
+            ),
             evaluator=cfg.spec,
             policy=policy,
             actuator=actuator,
@@ -211,7 +222,13 @@ def attach(cfg: SidecarConfig) -> LoopOutcome:
             timeout_s=cfg.push_timeout_s,
         )
     # The source warns when the JTL lags the wall clock and feeds the fleet's loss rules.
-    return drive(cfg, FleetSource(follower, fleet), probe, actuator=fleet)
+    return drive(
+        cfg,
+        FleetSource(follower, fleet),
+        probe,
+        actuator=fleet,
+        transaction_labels=lambda: follower.transaction_labels,
+    )
 
 
 class EngineGoneProbe:
@@ -341,6 +358,7 @@ def run_plan(run: RunPlan, cfg: SidecarConfig) -> tuple[LoopOutcome, int]:
                 on_end=lambda: codes.append(proc.stop()),
                 stop_requested=early,
                 preset=True,  # JMeter starts with the initial rate as a -J property
+                transaction_labels=lambda: follower.transaction_labels,
             )
         finally:
             codes.append(proc.stop())  # idempotent; covers an early failure

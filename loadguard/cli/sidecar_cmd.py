@@ -11,6 +11,8 @@ from typing import Any, TypeVar
 import click
 
 from loadguard.actuator.engines import Engine
+from loadguard.cli.metrics_cmd import build_format
+from loadguard.durations import parse_duration_s
 from loadguard.errors import UsageError
 from loadguard.jmeter.home import find_jmeter_home
 from loadguard.jmeter.remote import DEFAULT_SAMPLE_SENDER, SAMPLE_SENDER_MODES
@@ -18,7 +20,6 @@ from loadguard.loop import LoopOutcome
 from loadguard.policies import parse_params
 from loadguard.sidecar import Paths, RunPlan, SidecarConfig, attach, run_plan
 from loadguard.slo import SloSpec, parse_rate_rps
-from loadguard.durations import parse_duration_s
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -77,6 +78,20 @@ def common_options(f: F) -> F:
         ),
         click.option("--auto-stop", type=int, help="Stop after N consecutive BREACH windows."),
         click.option("--dry-run", is_flag=True, help="Observe mode: log decisions, never push."),
+        click.option(
+            "--jtl-columns", help="CSV columns when the JTL has no header: timeStamp,elapsed,..."
+        ),
+        click.option(
+            "--jmeter-properties",
+            type=click.Path(exists=True, dir_okay=False, path_type=Path),
+            multiple=True,
+            help="jmeter.properties / user.properties the JTL is written with (repeatable).",
+        ),
+        click.option(
+            "--transactions", is_flag=True, help="Judge Transaction Controller rows as labels."
+        ),
+        click.option("--labels", metavar="REGEX", help="Only labels matching REGEX."),
+        click.option("--exclude-labels", metavar="REGEX", help="Leave out labels matching REGEX."),
         click.option("-q", "--quiet", is_flag=True, help="No live console."),
         click.option("-v", "--verbose", is_flag=True, help="More detail per tick."),
     ]
@@ -121,6 +136,13 @@ def build_config(paths: Paths, engines: tuple[Engine, ...], **kw: Any) -> Sideca
         if kw["min_capacity"] is None
         else parse_rate_rps("--min-capacity", kw["min_capacity"]),
         auto_stop=kw["auto_stop"],
+        follower_options={
+            # the JTL format: header, or saveservice settings, or explicit columns
+            "fmt": build_format(kw["jtl_columns"], kw["jmeter_properties"], ()),
+            "transactions": kw["transactions"],
+            "labels": kw["labels"],
+            "exclude_labels": kw["exclude_labels"],
+        },
         quiet=kw["quiet"],
         verbose=kw["verbose"],
     )
