@@ -147,6 +147,8 @@ def format_row(row: DecisionRow) -> bytes:
 def check_writable(path: Path) -> None:
     """Fail before a run starts if the log cannot be written (checked up front)."""
     directory = path.parent if str(path.parent) else Path(".")
+    if directory.exists() and not directory.is_dir():
+        raise DecisionLogError(f"cannot write {path}: {directory} is not a directory")
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
