@@ -104,10 +104,6 @@ def preflight(paths: Paths) -> None:
     # foreign file at that path fails here, before JMeter starts, not after.
     with DecisionLogWriter(paths.decisions):
         pass
-    # Write the header now (or check an existing log's): a full disk, a quota or a
-    # foreign file at that path fails here, before JMeter starts, not after.
-    with DecisionLogWriter(paths.decisions):
-        pass
 
 
 @contextlib.contextmanager
