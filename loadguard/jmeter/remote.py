@@ -10,15 +10,16 @@ on the command line (measured on 5.6.3: ``-R 127.0.0.2:12099`` gives
 when every engine is on one host.
 
 Sample sender freshness (controller JTL arrival minus sample end, two engines at 10
-req/s each on one loaded 2-core host; docs/distributed.md has the command):
+req/s each on one loaded 2-core host; ``benchmarks/sample_sender_freshness.py``,
+docs/distributed.md):
 
 ==============================================  =========  =========  ========
 mode                                             p50 lag    p95 lag    max
 ==============================================  =========  =========  ========
-``StrippedBatch`` (JMeter's default)             3.4 s      9.4 s      9.5 s
-``StrippedBatch`` + 10 samples / 1 s thresholds  0.48 s     0.93 s     1.0 s
-``Stripped``                                     32 ms      60 ms      122 ms
-``StrippedAsynch``                               31 ms      54 ms      229 ms
+``StrippedBatch`` (JMeter's default)             3.5 s      9.3 s      9.8 s
+``StrippedBatch`` + 10 samples / 1 s thresholds  0.47 s     0.93 s     1.0 s
+``Stripped``                                     31 ms      60 ms      130 ms
+``StrippedAsynch``                               31 ms      55 ms      106 ms
 ==============================================  =========  =========  ========
 
 ``Stripped`` sends every sample in its own RMI call from the sampling thread;
