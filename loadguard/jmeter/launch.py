@@ -21,7 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from loadguard.errors import EngineError
+from loadguard.actuator.udp import send_stop
+from loadguard.errors import ActuatorError, EngineError
 from loadguard.jmeter.home import JMeterHome, jmeter_command
 
 
@@ -91,14 +92,6 @@ def build_args(spec: LaunchSpec) -> list[str]:
     return args
 
 
-def send_udp_command(port: int, command: str, host: str = "127.0.0.1") -> None:
-    """Send JMeter's non-GUI control datagram (exact ASCII, no newline)."""
-    if command not in ("Shutdown", "StopTestNow", "HeapDump", "ThreadDump"):
-        raise EngineError(f"unknown JMeter UDP command {command!r}")
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.sendto(command.encode("ascii"), (host, port))
-
-
 class JMeterProcess:
     """A running non-GUI JMeter started by LoadGuard."""
 
@@ -133,9 +126,9 @@ class JMeterProcess:
     def stop(self, grace_s: float = 10.0, now_s: float = 5.0) -> int:
         """Stop JMeter in escalating steps; returns its exit code. Idempotent."""
         # Shutdown is repeated: a JVM still booting has no UDP listener yet and drops it.
-        if self.alive() and not self._command_until_exit("Shutdown", grace_s):
-            with contextlib.suppress(OSError):
-                send_udp_command(self.spec.udp_port, "StopTestNow")
+        if self.alive() and not self._stop_until_exit(grace_s):
+            with contextlib.suppress(ActuatorError):
+                send_stop(port=self.spec.udp_port, now=True)
             if not self._wait(now_s):
                 self._signal_group(signal.SIGTERM)
                 if not self._wait(5.0):
@@ -147,11 +140,12 @@ class JMeterProcess:
         code = self.proc.poll()
         return -9 if code is None else code
 
-    def _command_until_exit(self, command: str, seconds: float, every_s: float = 0.5) -> bool:
+    def _stop_until_exit(self, seconds: float, every_s: float = 0.5) -> bool:
+        """Send the graceful ``Shutdown`` every ``every_s`` until JMeter exits."""
         deadline = time.monotonic() + seconds
         while True:
-            with contextlib.suppress(OSError):
-                send_udp_command(self.spec.udp_port, command)
+            with contextlib.suppress(ActuatorError):
+                send_stop(port=self.spec.udp_port)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return not self.alive()
