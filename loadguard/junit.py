@@ -24,7 +24,7 @@ def junit_xml(summary: Summary, suite: str = "loadguard") -> bytes:
     """Render the summary as a JUnit testsuite (pure)."""
     cases = sorted(summary.slo_verdicts.items())
     failures = sum(1 for _, v in cases if v == "FAIL")
-    skipped = sum(1 for _, v in cases if v == "NO_DATA")
+    skipped = sum(1 for _, v in cases if v == "NO_DATA") + (summary.verdict == "NO_DATA")
     root = etree.Element(
         "testsuite",
         name=suite,
