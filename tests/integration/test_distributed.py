@@ -10,6 +10,7 @@ skipping the first ``SETTLE_MS`` after each push (Elastic Timer lag + sample sen
 from __future__ import annotations
 
 import csv
+import json
 import os
 import signal
 import subprocess
@@ -24,8 +25,14 @@ import psutil
 import pytest
 
 from loadguard.jmeter.home import JMeterHome
-from loadguard.jmeter.launch import free_tcp_pair
-from loadguard.jmeter.remote import port_open, start_engine_server
+from loadguard.jmeter.launch import free_tcp_pair, free_udp_port
+from loadguard.jmeter.remote import (
+    ControllerProcess,
+    ControllerSpec,
+    parse_remotes,
+    port_open,
+    start_engine_server,
+)
 from loadguard.target.model import build_model
 from loadguard.target.runner import RunningTarget, running_target
 
@@ -235,6 +242,106 @@ def no_controller_left(out: Path) -> bool:
     return True
 
 
+def test_engines_command_reports_version_threads_and_rate_of_each_engine(
+    engines: list[EngineProc],
+) -> None:
+    dead = free_tcp_pair()
+    ok = subprocess.run(
+        [
+            *LOADGUARD, "push", "-e", engines[0].engine, "-e", f"{engines[1].engine}:3",
+            "--rate", "8",
+        ],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert ok.returncode == 0, ok.stderr
+    proc = subprocess.run(
+        [
+            *LOADGUARD, "engines", "-e", engines[0].engine, "-e", engines[1].engine,
+            "--remote", ",".join(e.remote for e in engines), "--json",
+        ],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    payload = json.loads(proc.stdout)
+    got = {e["engine"]: e for e in payload["engines"]}
+    for engine, rate in ((engines[0].engine, 2.0), (engines[1].engine, 6.0)):
+        assert got[engine]["reachable"] is True
+        assert got[engine]["version"] == "5.6.3"
+        assert got[engine]["active_threads"] == 0  # no test running on it now
+        assert got[engine]["rate_rps"] == pytest.approx(rate)
+    assert all(r["open"] for r in payload["rmi"])
+    down = subprocess.run(
+        [
+            *LOADGUARD, "engines", "-e", engines[0].engine, "-e", f"127.0.0.1:{dead}",
+            "--timeout", "1",
+        ],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert down.returncode == 3, down.stderr
+    assert "UNREACHABLE" in down.stdout and "JMeter 5.6.3" in down.stdout
+    assert down.stderr.startswith("error: 1 engine port(s) not answering")
+
+
+def test_attach_remote_warns_when_the_controller_batches_samples(
+    jmeter_home: JMeterHome, engines: list[EngineProc], target: RunningTarget, tmp_path: Path
+) -> None:
+    """A controller started by hand with a batching sample sender (a batch every 10 s):
+    attach --remote drives both engines and warns that the JTL lags."""
+    jtl, err_path = tmp_path / "results.jtl", tmp_path / "attach.err"
+    controller = ControllerProcess(
+        jmeter_home,
+        ControllerSpec(
+            plan=PLAN,
+            jtl=jtl,
+            log=tmp_path / "jmeter.log",
+            stdout=tmp_path / "jmeter.out",
+            udp_port=free_udp_port(),
+            remotes=parse_remotes([",".join(e.remote for e in engines)]),
+            properties={"target.port": str(target.port), "threads": "30", "duration": "120"},
+            sample_sender="StrippedBatch",
+            extra_args=(
+                "-Jnum_sample_threshold=1000",
+                "-Jtime_threshold=10000",
+                "-Djava.rmi.server.hostname=127.0.0.1",
+            ),
+        ),
+    )
+    decisions = tmp_path / "decisions.csv"
+    with err_path.open("w") as err_file:
+        attach = subprocess.Popen(
+            [
+                *LOADGUARD, "attach", "--jtl", str(jtl),
+                "--remote", ",".join(e.remote for e in engines),
+                "--engine", engines[0].engine, "--engine", engines[1].engine,
+                "--p95", "1s", "--window", "5s", "--tick", "1s", "--initial-rate", "10",
+                "--max-rate", "20", "--decisions", str(decisions),
+                "--summary", str(tmp_path / "summary.json"), "--duration", "3m", "-q",
+            ],
+            stdout=subprocess.DEVNULL, stderr=err_file, cwd=tmp_path,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and attach.poll() is None:
+            if "lags the test" in err_path.read_text():
+                break
+            time.sleep(0.5)
+        attach.send_signal(signal.SIGINT)
+        attach.wait(timeout=60)
+    finally:
+        if attach.poll() is None:
+            attach.kill()
+            attach.wait()
+        controller.stop()  # Shutdown reaches the engines: they are free for the next test
+    err = err_path.read_text()
+    assert attach.returncode in (0, 1), err[-3000:]
+    assert "lags the test" in err and "StrippedAsynch" in err, err[-3000:]
+    rows = read_decisions(decisions)
+    assert flowing(rows) >= 3
+    for r in rows:
+        if r["engine_ack"]:
+            assert set(parse_acks(r["engine_ack"])) == {e.engine for e in engines}
+
+
 def test_each_engine_follows_its_share_and_the_total_follows_the_decisions(
     engines: list[EngineProc], target: RunningTarget, tmp_path: Path
 ) -> None:
@@ -247,6 +354,7 @@ def test_each_engine_follows_its_share_and_the_total_follows_the_decisions(
     )
     assert code in (0, 1), err[-3000:]
     assert "Traceback" not in err, err[-3000:]
+    assert "lags the test" not in err  # StrippedAsynch keeps the JTL fresh
     rows = read_decisions(out / "decisions.csv")
     names = [e.engine for e in engines]
     pushes = [r for r in rows if r["engine_ack"]]
