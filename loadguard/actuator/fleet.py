@@ -28,6 +28,7 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import numpy as np
@@ -48,6 +49,9 @@ from loadguard.jtl.sample import SampleBatch
 from loadguard.loop import SampleSource
 
 log = logging.getLogger(__name__)
+
+#: Most threads pushing at once (EngineSet would use two per engine).
+MAX_PUSH_WORKERS = 128
 
 
 def wall_ms() -> int:
@@ -81,6 +85,12 @@ class FleetActuator(EngineSet):
         **kwargs: object,
     ) -> None:
         super().__init__(engines, **kwargs)  # type: ignore[arg-type]
+        if 2 * len(self.engines) > MAX_PUSH_WORKERS:
+            # Hundreds of engines: a bounded pool; a push then takes ~n/k round trips.
+            self._pool.shutdown(wait=False)
+            self._pool = ThreadPoolExecutor(
+                max_workers=MAX_PUSH_WORKERS, thread_name_prefix="loadguard-push"
+            )
         if prefixes and len(prefixes) != len(engines):
             raise UsageError(
                 f"{len(prefixes)} remote engine(s) for {len(engines)} BeanShell engine(s): "
