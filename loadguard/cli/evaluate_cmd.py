@@ -11,11 +11,11 @@ from types import FrameType
 
 import click
 
+from loadguard.durations import parse_duration_s
 from loadguard.errors import UsageError
 from loadguard.evaluate.config import EvalConfig
 from loadguard.evaluate.harness import evaluate
 from loadguard.evaluate.schemes import SCHEMES, parse_schemes
-from loadguard.durations import parse_duration_s
 
 
 def _rates(text: str) -> tuple[float, ...]:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from loadguard.durations import parse_duration_s
 from loadguard.errors import SimulationError
 from loadguard.policies import POLICIES, build_policy, parse_params
 from loadguard.simulate.run import simulate
@@ -15,7 +16,6 @@ from loadguard.simulate.scenario import CapacityChange, Scenario
 from loadguard.simulate.summary import summarize
 from loadguard.slo import SloSpec
 from loadguard.target.distributions import ServiceDist
-from loadguard.durations import parse_duration_s
 
 #: Actuation lag until the sidecar's measured Elastic Timer lag is adopted here too.
 DEFAULT_LAG = "2s"

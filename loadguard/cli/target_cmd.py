@@ -9,10 +9,10 @@ from collections.abc import Callable
 
 import click
 
+from loadguard.durations import format_duration, parse_duration_s
 from loadguard.errors import UsageError
 from loadguard.target.capacity import CapacityEstimate
 from loadguard.target.distributions import ServiceDist, parse_dist
-from loadguard.durations import format_duration, parse_duration_s
 from loadguard.target.model import ENDPOINTS, build_model
 from loadguard.target.pages import BASE
 from loadguard.target.process import TargetReady, format_ready_line

@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Literal
 
+from loadguard.durations import parse_duration_s
 from loadguard.errors import SimulationError, UsageError
 from loadguard.simulate import mmc
 from loadguard.target.capacity import estimate_lambda_star
 from loadguard.target.distributions import ServiceDist
-from loadguard.durations import parse_duration_s
 from loadguard.target.model import ENDPOINTS, TargetModel
 
 Arrivals = Literal["poisson", "smooth"]

@@ -21,8 +21,8 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from loadguard.errors import UsageError
 from loadguard.durations import format_duration, parse_duration_s
+from loadguard.errors import UsageError
 
 DistKind = Literal["const", "exp", "lognormal"]
 F64 = npt.NDArray[np.float64]

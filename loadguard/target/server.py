@@ -31,10 +31,10 @@ from typing import Any
 import numpy as np
 from aiohttp import web
 
+from loadguard.durations import parse_duration_s
 from loadguard.errors import UsageError
 from loadguard.target import pages
 from loadguard.target.capacity import CapacityEstimate, estimate_lambda_star
-from loadguard.durations import parse_duration_s
 from loadguard.target.gate import CapacityGate
 from loadguard.target.model import TargetModel
 from loadguard.target.session import COOKIE, Session, valid_login

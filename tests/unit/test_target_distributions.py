@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from loadguard.durations import parse_duration_s
 from loadguard.errors import UsageError
 from loadguard.target.distributions import ServiceDist, parse_dist
-from loadguard.durations import parse_duration_s
 
 
 @pytest.mark.parametrize(
