@@ -174,6 +174,8 @@ def with_remotes(
     if engine_max_rate is not None and not parsed:
         raise UsageError("--engine-max-rate needs --remote")
     cap = None if engine_max_rate is None else parse_rate_rps("--engine-max-rate", engine_max_rate)
+    if cap is not None and not cap > 0:
+        raise UsageError("--engine-max-rate: must be > 0 req/s")
     if parsed and len(parsed) != len(cfg.engines):
         raise UsageError(
             f"{len(parsed)} --remote engine(s) but {len(cfg.engines)} --engine port(s): give "
