@@ -27,7 +27,12 @@ from loadguard.actuator.elastic_timer import (
     rps_to_tpm,
 )
 from loadguard.actuator.engines import Actuator, DryRunActuator, Engine, EngineSet
-from loadguard.actuator.fleet import FleetActuator, FleetLogWriter, FleetSource
+from loadguard.actuator.fleet import (
+    FleetActuator,
+    FleetLogWriter,
+    FleetSource,
+    RemoteTestEndProbe,
+)
 from loadguard.console import ConsoleReporter
 from loadguard.decisions import DecisionLogWriter, check_writable
 from loadguard.errors import DecisionLogError, EngineError
@@ -37,7 +42,7 @@ from loadguard.jmeter.launch import JMeterProcess, LaunchSpec, free_tcp_pair, fr
 from loadguard.jmeter.remote import DEFAULT_SAMPLE_SENDER, RemoteEngine
 from loadguard.jtl.follow import JtlFollower
 from loadguard.junit import write_junit
-from loadguard.loop import ControlLoop, LoopOutcome, LoopSettings, SampleSource
+from loadguard.loop import ControlLoop, EngineProbe, LoopOutcome, LoopSettings, SampleSource
 from loadguard.policies import build_policy
 from loadguard.slo import SloSpec
 from loadguard.summary import SummaryBuilder, write_json_atomic
@@ -212,7 +217,7 @@ def attach(cfg: SidecarConfig) -> LoopOutcome:
     preflight(cfg.paths)
     options = {**cfg.follower_options, **({"thread_names": True} if cfg.remotes else {})}
     follower = JtlFollower(cfg.paths.jtl, **options)  # type: ignore[arg-type]
-    probe = EngineGoneProbe(cfg.engines, follower) if not cfg.dry_run else None
+    probe: EngineProbe | None = EngineGoneProbe(cfg.engines, follower) if not cfg.dry_run else None
     fleet = None
     if cfg.remotes and not cfg.dry_run:
         fleet = FleetActuator(
@@ -222,9 +227,13 @@ def attach(cfg: SidecarConfig) -> LoopOutcome:
             timeout_s=cfg.push_timeout_s,
         )
     # The source warns when the JTL lags the wall clock and feeds the fleet's loss rules.
+    source = FleetSource(follower, fleet)
+    if cfg.remotes:
+        # Engines outlive a distributed test: it is over when they run no threads.
+        probe = RemoteTestEndProbe(source, cfg.engines)
     return drive(
         cfg,
-        FleetSource(follower, fleet),
+        source,
         probe,
         actuator=fleet,
         transaction_labels=lambda: follower.transaction_labels,

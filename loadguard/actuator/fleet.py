@@ -41,6 +41,7 @@ from loadguard.actuator.engine_health import (
     HealthSettings,
     allocate,
 )
+from loadguard.actuator.engine_info import EngineInfo, describe_engines
 from loadguard.actuator.engines import Engine, EngineAck, EngineSet, PushResult
 from loadguard.decisions import DecisionRow
 from loadguard.errors import UsageError
@@ -280,6 +281,7 @@ class FleetSource:
         self.fleet = fleet
         self.lag = lag if lag is not None else JtlLagWatch()
         self._now_ms = now_ms
+        self.samples_seen = 0
 
     @property
     def malformed_rows(self) -> int:
@@ -287,12 +289,54 @@ class FleetSource:
 
     def poll(self) -> SampleBatch:
         batch = self.inner.poll()
+        self.samples_seen += len(batch)
         now = self._now_ms()
         self.lag.observe(batch, now)
         if self.fleet is not None:
             self.fleet.observe(batch, now)
             self.fleet.check(now)
         return batch
+
+
+class RemoteTestEndProbe:
+    """``attach --remote``: is the distributed test still running?
+
+    The engines outlive the test, so an engine that answers says nothing about its end,
+    and a batching sample sender leaves the JTL idle for long stretches mid-test. This
+    probe asks the engines (at most every ``every_s``) how many JMeter threads they run:
+    once samples have arrived and no reachable engine runs any, the test is gone and the
+    loop ends when the JTL has also been idle for ``idle_exit_ms``."""
+
+    def __init__(
+        self,
+        source: FleetSource,
+        engines: Sequence[Engine],
+        *,
+        every_s: float = 5.0,
+        timeout_s: float = 2.0,
+        describe: Callable[..., list[EngineInfo]] = describe_engines,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.source = source
+        self.engines = tuple(engines)
+        self.every_s = every_s
+        self.timeout_s = timeout_s
+        self._describe = describe
+        self._clock = clock
+        self._next = 0.0
+        self._last: str | None = None
+
+    def check(self) -> str | None:
+        if self.source.samples_seen == 0:
+            return None  # the controller may still be starting
+        now = self._clock()
+        if now < self._next:
+            return self._last
+        self._next = now + self.every_s
+        infos = self._describe(self.engines, timeout_s=self.timeout_s)
+        running = any(i.reachable and (i.active_threads or 0) > 0 for i in infos)
+        self._last = None if running else "jmeter_gone"
+        return self._last
 
 
 class FleetLogWriter:

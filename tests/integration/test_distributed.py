@@ -286,7 +286,8 @@ def test_attach_remote_warns_when_the_controller_batches_samples(
     jmeter_home: JMeterHome, engines: list[EngineProc], target: RunningTarget, tmp_path: Path
 ) -> None:
     """A controller started by hand with a batching sample sender (a batch every 10 s):
-    attach --remote drives both engines and warns that the JTL lags."""
+    attach --remote drives both engines, warns that the JTL lags, and ends by itself once
+    the test is over although the engines still answer."""
     jtl, err_path = tmp_path / "results.jtl", tmp_path / "attach.err"
     controller = ControllerProcess(
         jmeter_home,
@@ -315,7 +316,8 @@ def test_attach_remote_warns_when_the_controller_batches_samples(
                 "--engine", engines[0].engine, "--engine", engines[1].engine,
                 "--p95", "1s", "--window", "5s", "--tick", "1s", "--initial-rate", "10",
                 "--max-rate", "20", "--decisions", str(decisions),
-                "--summary", str(tmp_path / "summary.json"), "--duration", "3m", "-q",
+                "--summary", str(tmp_path / "summary.json"), "--duration", "3m",
+                "--idle-exit", "5s", "-q",
             ],
             stdout=subprocess.DEVNULL, stderr=err_file, cwd=tmp_path,
         )  # fmt: skip
@@ -325,7 +327,8 @@ def test_attach_remote_warns_when_the_controller_batches_samples(
             if "lags the test" in err_path.read_text():
                 break
             time.sleep(0.5)
-        attach.send_signal(signal.SIGINT)
+        # End the test (the engines stay up): attach must notice the idle JTL by itself.
+        controller.stop()
         attach.wait(timeout=60)
     finally:
         if attach.poll() is None:
@@ -335,6 +338,7 @@ def test_attach_remote_warns_when_the_controller_batches_samples(
     err = err_path.read_text()
     assert attach.returncode in (0, 1), err[-3000:]
     assert "lags the test" in err and "StrippedAsynch" in err, err[-3000:]
+    assert json.loads((tmp_path / "summary.json").read_text())["stop_reason"] == "jmeter_gone"
     rows = read_decisions(decisions)
     assert flowing(rows) >= 3
     for r in rows:

@@ -18,12 +18,14 @@ from loadguard.actuator.engine_health import (
     HealthSettings,
     allocate,
 )
+from loadguard.actuator.engine_info import EngineInfo
 from loadguard.actuator.engines import Engine
 from loadguard.actuator.fleet import (
     MAX_PUSH_WORKERS,
     FleetActuator,
     FleetLogWriter,
     FleetSource,
+    RemoteTestEndProbe,
     format_acks,
 )
 from loadguard.errors import ActuatorError, UsageError
@@ -331,6 +333,28 @@ def test_a_fleet_of_hundreds_pushes_through_a_bounded_pool() -> None:
         result = fleet.push(600.0)
     assert result.applied and len(result.acks) == 300
     assert sum(state["props"].values()) == pytest.approx(600.0 * 60)
+
+
+def test_remote_test_end_probe_ends_when_no_engine_runs_threads() -> None:
+    source = FleetSource(_ListSource([SampleBatch.empty(), batch(1000, "x 1-1")]))
+    threads = {A.name: 10, B.name: 0}
+    asked: list[float] = []
+    clock = Clock()
+
+    def describe(engines: Any, timeout_s: float) -> list[EngineInfo]:
+        asked.append(clock.monotonic())
+        return [EngineInfo(e.name, True, "5.6.3", threads[e.name]) for e in engines]
+
+    probe = RemoteTestEndProbe(source, [A, B], describe=describe, clock=clock.monotonic)
+    source.poll()
+    assert probe.check() is None and not asked  # no sample yet: controller starting
+    source.poll()
+    assert probe.check() is None  # engine A still runs threads
+    threads[A.name] = 0
+    clock.ms = 3000
+    assert probe.check() is None and len(asked) == 1  # asked at most every 5 s
+    clock.ms = 5000
+    assert probe.check() == "jmeter_gone"
 
 
 def test_prefix_count_must_match_engines() -> None:
