@@ -248,7 +248,8 @@ class ControlLoop:
             return PushResult(rate_rps=target, applied=True, acks=())
         push = self.actuator.push(target)
         if push.applied:
-            self.applied_rate = target
+            # what the engines really got: the floor, or a fleet cap, may differ from target
+            self.applied_rate = push.rate_rps
         # A failed push may still have reached an engine (a reply lost after the write):
         # re-assert whatever is decided next, even an unchanged rate.
         self.rate_confirmed = push.applied
