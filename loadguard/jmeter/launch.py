@@ -95,13 +95,21 @@ def build_args(spec: LaunchSpec) -> list[str]:
 class JMeterProcess:
     """A running non-GUI JMeter started by LoadGuard."""
 
-    def __init__(self, home: JMeterHome, spec: LaunchSpec) -> None:
+    def __init__(
+        self,
+        home: JMeterHome,
+        spec: LaunchSpec,
+        args: Sequence[str] | None = None,
+        what: str = "JMeter",
+    ) -> None:
+        """Start JMeter with ``build_args(spec)``, or with ``args`` when a caller builds
+        its own command line (the distributed controller); ``stop`` uses ``spec.udp_port``."""
         self.home = home
         self.spec = spec
         self._out = spec.stdout.open("ab")
         try:
             self.proc = subprocess.Popen(
-                jmeter_command(home, build_args(spec)),
+                jmeter_command(home, build_args(spec) if args is None else list(args)),
                 stdout=self._out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
@@ -110,7 +118,7 @@ class JMeterProcess:
             )
         except OSError as exc:
             self._out.close()
-            raise EngineError(f"could not start JMeter: {exc}") from exc
+            raise EngineError(f"could not start {what}: {exc}") from exc
         self.started_at = time.monotonic()
 
     @property

@@ -32,7 +32,6 @@ from __future__ import annotations
 import re
 import socket
 import subprocess
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -165,10 +164,9 @@ class ControllerProcess(JMeterProcess):
     ``Shutdown``, which the controller forwards to its engines, then escalation)."""
 
     def __init__(self, home: JMeterHome, spec: ControllerSpec) -> None:
-        self.home = home
         self.controller = spec
         # JMeterProcess.stop needs only the UDP port from its LaunchSpec.
-        self.spec = LaunchSpec(
+        launch = LaunchSpec(
             plan=spec.plan,
             jtl=spec.jtl,
             log=spec.log,
@@ -177,20 +175,7 @@ class ControllerProcess(JMeterProcess):
             udp_port=spec.udp_port,
             properties=spec.properties,
         )
-        self._out = spec.stdout.open("ab")
-        try:
-            self.proc = subprocess.Popen(
-                jmeter_command(home, controller_args(spec)),
-                stdout=self._out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                cwd=str(spec.plan.parent),
-                start_new_session=True,
-            )
-        except OSError as exc:
-            self._out.close()
-            raise EngineError(f"could not start the JMeter controller: {exc}") from exc
-        self.started_at = time.monotonic()
+        super().__init__(home, launch, controller_args(spec), what="the JMeter controller")
 
 
 def engine_server_args(
