@@ -14,7 +14,7 @@ import click
 from loadguard.durations import parse_duration_s
 from loadguard.errors import UsageError
 from loadguard.evaluate.config import EvalConfig
-from loadguard.evaluate.harness import evaluate
+from loadguard.evaluate.harness import evaluate, rerender
 from loadguard.evaluate.schemes import SCHEMES, parse_schemes
 
 
@@ -63,7 +63,13 @@ def _command_line() -> str:
     help="Markdown report to write (default <out>/evaluation.md; PNGs and runs.csv beside "
     "it in a folder of the same name).",
 )
+@click.option(
+    "--render-only",
+    is_flag=True,
+    help="Run nothing: write the PNGs and the report again from the finished runs in --out.",
+)
 def evaluate_cmd(
+    render_only: bool,
     quick: bool,
     schemes: tuple[str, ...],
     repetitions: int | None,
@@ -87,6 +93,8 @@ def evaluate_cmd(
       loadguard evaluate --quick
       loadguard evaluate --repetitions 2 --duration 120s --doc docs/evaluation.md
       loadguard evaluate --schemes FFA,gradient --repetitions 1 --duration 60s
+      loadguard evaluate --repetitions 2 --duration 180s --out runs/ --doc docs/evaluation.md \\
+                         --render-only    # report again from runs/, nothing re-run
     """
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr, force=True
@@ -121,7 +129,12 @@ def evaluate_cmd(
         raise UsageError("--sweep-seconds: must be longer than the 10 s warm-up")
     # SIGTERM unwinds like Ctrl-C, so every target and JMeter started is stopped.
     signal.signal(signal.SIGTERM, _terminate)
-    result = evaluate(cfg, doc)
+    if render_only:
+        if out is None:
+            raise UsageError("--render-only: give --out, the folder of a finished evaluation")
+        result = rerender(cfg, doc)
+    else:
+        result = evaluate(cfg, doc)
     lam = "-" if result.lambda_star.rps is None else f"{result.lambda_star.rps:.1f} req/s"
     click.echo(f"lambda* measured {lam}; {len(result.rows)} runs", err=True)
     click.echo(f"report: {result.doc}  runs: {result.csv}", err=True)

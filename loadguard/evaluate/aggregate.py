@@ -106,6 +106,23 @@ def write_runs_csv(path: Path, rows: Iterable[Mapping[str, object]]) -> None:
             writer.writerow({k: _csv_value(row.get(k)) for k in CSV_COLUMNS})
 
 
+def read_runs_csv(path: Path) -> list[Row]:
+    """runs.csv back into rows: numbers as numbers, empty cells as None."""
+    text_columns = {"scheme", "covered", "stop_reason", "run_dir"}
+    int_columns = {"rep", "seed", "samples", "windows", "windows_judged"}
+    int_columns |= {"windows_violating_p95", "max_threads", "increase", "hold", "decrease"}
+
+    def value(key: str, text: str) -> float | int | str | None:
+        if key in text_columns:
+            return text
+        if text == "":
+            return None
+        return int(float(text)) if key in int_columns else float(text)
+
+    with path.open(newline="", encoding="utf-8") as fh:
+        return [{k: value(k, v) for k, v in raw.items()} for raw in csv.DictReader(fh)]
+
+
 def _csv_value(value: object) -> object:
     if isinstance(value, float):
         return f"{value:.6g}"

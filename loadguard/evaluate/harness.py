@@ -13,16 +13,19 @@ import logging
 import os
 import platform
 import subprocess
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
+from loadguard.errors import ReportError
 from loadguard.evaluate import markdown, plots
-from loadguard.evaluate.aggregate import Row, aggregate, run_row, write_runs_csv
+from loadguard.evaluate.aggregate import Row, aggregate, read_runs_csv, run_row, write_runs_csv
 from loadguard.evaluate.config import EvalConfig
 from loadguard.evaluate.lambda_star import LambdaStar, SweepPoint, lambda_star_from_sweep
 from loadguard.evaluate.run_metrics import WindowPoint
-from loadguard.evaluate.runner import RunRecord, run_scheme, sweep_point
+from loadguard.evaluate.runner import RunRecord, read_points, run_scheme, sweep_point
 from loadguard.jmeter.home import JMeterHome, find_jmeter_home
 
 log = logging.getLogger(__name__)
@@ -31,7 +34,6 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class EvalResult:
     rows: list[Row]
-    records: list[RunRecord]
     sweep: list[SweepPoint]
     lambda_star: LambdaStar
     csv: Path
@@ -99,7 +101,6 @@ def evaluate(cfg: EvalConfig, doc: Path | None = None) -> EvalResult:
     home = find_jmeter_home()
     cfg.out_dir.mkdir(parents=True, exist_ok=True)
     doc = doc or cfg.out_dir / "evaluation.md"
-    fig_dir = doc.with_suffix("")
     started = _now()
     machine = machine_lines(home)
     sweep, analytic = _sweep(cfg, home)
@@ -132,20 +133,39 @@ def evaluate(cfg: EvalConfig, doc: Path | None = None) -> EvalResult:
             )  # fmt: skip
             records.append(record)
     rows = [run_row(r, lam.rps) for r in records]
-    csv_path = fig_dir / "runs.csv"
+    csv_path = doc.with_suffix("") / "runs.csv"
     write_runs_csv(csv_path, rows)
+    session = {"machine": machine, "started": started, "finished": _now(), "command": cfg.command}
+    (cfg.out_dir / "session.json").write_text(json.dumps(session, indent=2) + "\n")
+    points = {(r.scheme, r.rep): r.points for r in records}
+    _write_report(cfg, doc, rows, points, sweep, lam, analytic, session)
+    return EvalResult(rows, sweep, lam, csv_path, doc)
+
+
+def _write_report(
+    cfg: EvalConfig,
+    doc: Path,
+    rows: list[Row],
+    points: Mapping[tuple[str, int], Sequence[WindowPoint]],
+    sweep: list[SweepPoint],
+    lam: LambdaStar,
+    analytic: float | None,
+    session: Mapping[str, Any],
+) -> None:
+    """PNGs and the Markdown report from finished runs (their rows and window series)."""
+    fig_dir = doc.with_suffix("")
     names = [s.name for s in cfg.schemes]
     figures: dict[str, str] = {}
-    first: dict[str, list[WindowPoint]] = {}
+    first: dict[str, Sequence[WindowPoint]] = {}
     for name in names:
-        mine = [r.points for r in records if r.scheme == name]
+        mine = [points[key] for key in sorted(points) if key[0] == name]
         png = plots.scheme_figure(name, mine, cfg.target.p95_ms, lam.rps, fig_dir / f"{name}.png")
         figures[name] = os.path.relpath(png, doc.parent)
         first[name] = mine[0]
     overview = plots.overview_figure(first, cfg.target.p95_ms, lam.rps, fig_dir / "overview.png")
     figures = {"overview": os.path.relpath(overview, doc.parent), **figures}
     report = markdown.Report(
-        cfg=cfg,
+        cfg=replace(cfg, command=str(session.get("command") or cfg.command)),
         sweep=sweep,
         lambda_star=lam.rps,
         lambda_star_bounded=lam.bounded,
@@ -153,12 +173,34 @@ def evaluate(cfg: EvalConfig, doc: Path | None = None) -> EvalResult:
         rows=rows,
         agg=aggregate(rows, names),
         figures=figures,
-        csv_path=os.path.relpath(csv_path, doc.parent),
-        machine=machine,
-        started=started,
-        finished=_now(),
+        csv_path=os.path.relpath(fig_dir / "runs.csv", doc.parent),
+        machine=list(session["machine"]),
+        started=str(session["started"]),
+        finished=str(session["finished"]),
     )
     previous = doc.read_text(encoding="utf-8") if doc.exists() else None
     doc.parent.mkdir(parents=True, exist_ok=True)
     doc.write_text(markdown.render(report, previous), encoding="utf-8")
-    return EvalResult(rows, records, sweep, lam, csv_path, doc)
+
+
+def rerender(cfg: EvalConfig, doc: Path | None = None) -> EvalResult:
+    """Write the PNGs and the report again from a finished evaluation in ``cfg.out_dir``
+    (its runs.csv, every run's windows.csv, sweep.json and session.json); runs nothing."""
+    doc = doc or cfg.out_dir / "evaluation.md"
+    csv_path = doc.with_suffix("") / "runs.csv"
+    try:
+        rows = read_runs_csv(csv_path)
+        saved = json.loads((cfg.out_dir / "sweep.json").read_text())
+        session = json.loads((cfg.out_dir / "session.json").read_text())
+        points = {
+            (str(r["scheme"]), int(r["rep"] or 0)): read_points(
+                Path(str(r["run_dir"])) / "windows.csv"
+            )
+            for r in rows
+        }
+    except (OSError, ValueError, KeyError) as exc:
+        raise ReportError(f"{cfg.out_dir}: not a finished evaluation ({exc})") from exc
+    sweep = [SweepPoint(**p) for p in saved["points"]]
+    lam = LambdaStar(saved["lambda_star"], bool(saved["bounded"]))
+    _write_report(cfg, doc, rows, points, sweep, lam, saved["analytic"], session)
+    return EvalResult(rows, sweep, lam, csv_path, doc)

@@ -2,7 +2,7 @@
 
 Each point is the sliding 10 s window ending at t (step 2 s), from ``run_metrics``:
 offered rate (the scheme's own schedule, dashed) and achieved completions per second
-(solid); window p95 on a log axis against the SLO; window error rate.
+(solid); window p95 against the SLO; window error rate.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, FormatStrFormatter, NullFormatter
 
 from loadguard.evaluate.run_metrics import WindowPoint
 
@@ -38,7 +39,7 @@ def _save(fig: Figure, path: Path) -> Path:
 
 def _slo_axes(ax_p95: Axes, slo_ms: float) -> None:
     ax_p95.axhline(slo_ms, color="#b01e12", linestyle="--", linewidth=1.1, label="p95 SLO")
-    ax_p95.set_yscale("log")
+    ax_p95.set_ylim(bottom=0)
     ax_p95.set_ylabel("window p95 (ms)")
 
 
@@ -65,7 +66,7 @@ def scheme_figure(
     if lambda_star is not None:
         ax_rate.axhline(lambda_star, color="#333", linestyle=":", linewidth=1.1, label="λ* (sweep)")
     ax_rate.set_ylabel("requests / s")
-    ax_rate.set_yscale("symlog", linthresh=200)
+    ax_rate.set_ylim(bottom=0)
     ax_rate.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     _slo_axes(ax_p95, slo_ms)
     ax_p95.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
@@ -99,6 +100,13 @@ def overview_figure(
     ax_ok.set_ylim(bottom=0)
     ax_ok.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     _slo_axes(ax_p95, slo_ms)
+    # log scale so seconds-long baselines and ~200 ms LoadGuard runs both read
+    ax_p95.set_yscale("log")
+    ax_p95.set_ylim(50, 12_000)
+    ax_p95.yaxis.set_major_locator(FixedLocator([50, 100, 250, 500, 1000, 2500, 5000, 10000]))
+    ax_p95.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+    ax_p95.yaxis.set_minor_formatter(NullFormatter())
+    ax_p95.set_ylabel("window p95 (ms, log)")
     ax_p95.set_xlabel("seconds since the run's first sample (10 s sliding window)")
     for ax in (ax_ok, ax_p95):
         ax.grid(True, alpha=0.3)

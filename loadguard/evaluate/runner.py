@@ -226,6 +226,28 @@ def write_points(path: Path, points: Sequence[WindowPoint]) -> None:
             writer.writerow(["" if getattr(p, f) is None else getattr(p, f) for f in fields])
 
 
+def read_points(path: Path) -> list[WindowPoint]:
+    """A run's windows.csv back into its window series."""
+    points: list[WindowPoint] = []
+    with path.open(newline="", encoding="utf-8") as fh:
+        for raw in csv.DictReader(fh):
+            points.append(
+                WindowPoint(
+                    t_s=float(raw["t_s"]),
+                    count=int(raw["count"]),
+                    rps=float(raw["rps"]),
+                    ok_rps=float(raw["ok_rps"]),
+                    error_rate=float(raw["error_rate"]),
+                    p95_ms=None if raw["p95_ms"] == "" else float(raw["p95_ms"]),
+                    offered_rps=float(raw["offered_rps"]),
+                    started_rps=float(raw["started_rps"]),
+                    tumbling=raw["tumbling"] == "True",
+                    zone=raw["zone"],
+                )
+            )
+    return points
+
+
 def sweep_point(
     cfg: EvalConfig, rate: float, seed: int, home: JMeterHome
 ) -> tuple[SweepPoint, float | None]:

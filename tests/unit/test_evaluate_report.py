@@ -15,6 +15,7 @@ from loadguard.evaluate.aggregate import (
     CSV_COLUMNS,
     aggregate,
     mean_sd,
+    read_runs_csv,
     reduction,
     run_row,
     write_runs_csv,
@@ -23,7 +24,7 @@ from loadguard.evaluate.config import EvalConfig
 from loadguard.evaluate.lambda_star import SweepPoint
 from loadguard.evaluate.offered import OfferedSchedule
 from loadguard.evaluate.run_metrics import run_metrics
-from loadguard.evaluate.runner import RunRecord
+from loadguard.evaluate.runner import RunRecord, read_points, write_points
 from loadguard.evaluate.schemes import SCHEMES, parse_schemes
 from loadguard.jtl.sample import SampleBatch
 from loadguard.slo import SloSpec
@@ -198,3 +199,16 @@ def test_bad_options_are_one_line_errors(args: list[str], message: str, tmp_path
     assert result.exit_code == 2
     assert message in result.output
     assert "Traceback" not in result.output
+
+
+def test_runs_csv_and_windows_csv_read_back_for_render_only(tmp_path: Path) -> None:
+    rec = record("gradient", 2, 100)
+    write_runs_csv(tmp_path / "runs.csv", [run_row(rec, 140.0)])
+    (row,) = read_runs_csv(tmp_path / "runs.csv")
+    assert (row["scheme"], row["rep"], row["samples"]) == ("gradient", 2, rec.metrics.samples)
+    assert row["ok_rps"] == pytest.approx(rec.metrics.ok_rps, rel=1e-5)
+    write_points(tmp_path / "windows.csv", rec.points)
+    again = read_points(tmp_path / "windows.csv")
+    assert [(p.t_s, p.count, p.tumbling, p.zone) for p in again] == [
+        (p.t_s, p.count, p.tumbling, p.zone) for p in rec.points
+    ]
