@@ -100,7 +100,7 @@ def render(report: Report, previous: str | None = None) -> str:
     w(
         "Full evaluation (6 schemes × 5 repetitions × 180 s, ~2 h on this machine):\n\n"
         "```sh\n.venv/bin/python benchmarks/evaluate.py --repetitions 5 --duration 180s "
-        "--doc docs/evaluation.md\n```\n"
+        "--doc docs/evaluation.md\n```\n\n"
     )
     w(f"Seed: {cfg.seed} (target seed of run k of scheme s: seed + 100·s + k). ")
     w(f"CSV of every run: `{report.csv_path}`.\n\n")
