@@ -297,6 +297,8 @@ class JtlFollower:
             # Replaced: finish the old file, then start on the new one.
             while data := self._read(self.read_bytes):
                 parts += self._feed(data)
+                if self._decoder is None and not self._in_hole:
+                    break  # only whitespace, given back: nothing more to read
             if self._decoder is not None:
                 parts += self._decoder.finish()
             batch = self._select(parts)
@@ -361,6 +363,8 @@ class JtlFollower:
             return SampleBatch.empty()
         while data := self._read(self.read_bytes):
             parts += self._feed(data)
+            if self._decoder is None and not self._in_hole:
+                break  # only whitespace, given back: nothing more to read
         if self._decoder is not None:
             parts += self._decoder.finish()
         return self._select(parts)
