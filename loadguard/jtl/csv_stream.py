@@ -89,7 +89,10 @@ class CsvStreamDecoder:
                 first = ""  # an oversized first line: no header, let the rows path count it
             else:
                 return False
-        fields = next(csv.reader([first], delimiter=self.fmt.delimiter), []) if first else []
+        try:
+            fields = next(csv.reader([first], delimiter=self.fmt.delimiter), []) if first else []
+        except csv.Error:
+            fields = []  # not even a CSV record (a bare CR...): no header; rows count it
         named = header_columns(fields)
         if named is not None:
             missing = [c for c in REQUIRED_COLUMNS if c not in named]
