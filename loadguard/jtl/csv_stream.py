@@ -212,7 +212,12 @@ class CsvStreamDecoder:
                         pos += rel
                         continue
                     break  # a quoted field still being written
-                out.append(self._parse(piece[:rel]))
+                try:
+                    out.append(self._parse(piece[:rel]))
+                except IncompleteChunk:
+                    # pandas still sees an open quote where record_boundary saw none (a
+                    # quote inside an unquoted field): judge those records one by one.
+                    out.append(self._parse(piece[:rel], exact=True))
                 cut = pos + rel
             pos = cut
         self._buf = buf[pos:]
