@@ -33,7 +33,14 @@ from datetime import tzinfo
 import numpy as np
 import pandas as pd
 
-from loadguard.jtl.raw_rows import SUBRESULT_LABEL, TRANSACTION_PREFIX, BadRowLog, RawRows
+from loadguard.jtl.raw_rows import (
+    MAX_ELAPSED_MS,
+    MAX_TIMESTAMP_MS,
+    SUBRESULT_LABEL,
+    TRANSACTION_PREFIX,
+    BadRowLog,
+    RawRows,
+)
 from loadguard.jtl.timestamps import parse_timestamps
 
 QUOTE = 0x22
@@ -201,7 +208,7 @@ class CsvChunkParser:
         if df[self._success].dtype != np.bool_:
             return None
         elapsed = df[self._elapsed].to_numpy(np.int64)
-        if int(elapsed.min()) < 0:
+        if int(elapsed.min()) < 0 or int(elapsed.max()) >= MAX_ELAPSED_MS:
             return None
         if self.layout.timestamp_format == "ms":
             start = df[self._ts].to_numpy(np.int64)
@@ -211,6 +218,8 @@ class CsvChunkParser:
             )
             if bad.any():
                 return None
+        if int(start.min()) < 0 or int(start.max()) >= MAX_TIMESTAMP_MS:
+            return None  # implausible times: let the exact path judge each row
         label_cat = df[self._label].array
         label_names = np.asarray(label_cat.categories, dtype=object)
         if (
@@ -240,6 +249,10 @@ class CsvChunkParser:
             transaction = np.isin(msg.codes, np.asarray(tx_cats, np.int64))
         else:
             transaction = np.zeros(n, np.bool_)
+        if self._all is not None and not (
+            int(df[self._all].min()) >= -1 and int(df[self._all].max()) < 2**31
+        ):
+            return None  # would not fit the int32 column: the exact path judges each row
         all_threads = (
             df[self._all].to_numpy(np.int32) if self._all is not None else np.full(n, -1, np.int32)
         )
@@ -316,12 +329,16 @@ class CsvChunkParser:
                 start = int(ms[0])
         except ValueError:
             return None, f"timeStamp {fields[self._ts][:40]!r} is not a number"
+        if not 0 <= start < MAX_TIMESTAMP_MS:
+            return None, f"timeStamp {fields[self._ts][:40]!r} is out of range"
         try:
             elapsed = int(fields[self._elapsed])
         except ValueError:
             return None, f"elapsed {fields[self._elapsed][:40]!r} is not a number"
         if elapsed < 0:
             return None, "negative elapsed"
+        if elapsed >= MAX_ELAPSED_MS:
+            return None, f"elapsed {fields[self._elapsed][:40]!r} is out of range"
         success_text = fields[self._success].lower()
         if success_text not in ("true", "false"):
             return None, f"success {fields[self._success][:40]!r} is not true/false"
@@ -331,6 +348,8 @@ class CsvChunkParser:
                 all_threads = int(fields[self._all])
             except ValueError:
                 return None, f"allThreads {fields[self._all][:40]!r} is not a number"
+            if not -1 <= all_threads < 2**31:
+                return None, f"allThreads {fields[self._all][:40]!r} is out of range"
         for i in self._int_checks:
             if i not in (self._ts, self._elapsed, self._all):
                 try:

@@ -25,6 +25,10 @@ OBJ = npt.NDArray[np.object_]
 
 # TransactionController.NUMBER_OF_SAMPLES_IN_TRANSACTION_PREFIX (JMeter 5.6.3).
 TRANSACTION_PREFIX = "Number of samples in transaction : "
+# Plausibility bounds: a row outside them is malformed (and the int64 sums
+# ``start + elapsed`` downstream can never overflow). 1e14 ms is the year 5138.
+MAX_TIMESTAMP_MS = 10**14
+MAX_ELAPSED_MS = 10**11
 # Since JMeter 5.0 a sub-result row is labelled "<parent label>-<index>".
 SUBRESULT_LABEL = re.compile(r"^(.*)-\d+$", re.DOTALL)
 

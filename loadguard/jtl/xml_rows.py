@@ -24,7 +24,13 @@ from datetime import tzinfo
 import numpy as np
 from lxml import etree
 
-from loadguard.jtl.raw_rows import TRANSACTION_PREFIX, BadRowLog, RawRows
+from loadguard.jtl.raw_rows import (
+    MAX_ELAPSED_MS,
+    MAX_TIMESTAMP_MS,
+    TRANSACTION_PREFIX,
+    BadRowLog,
+    RawRows,
+)
 from loadguard.jtl.timestamps import parse_timestamps
 
 _SAMPLE_TAGS = frozenset(["httpSample", "sample"])
@@ -169,6 +175,8 @@ class XmlStreamDecoder:
             na = int(a.get("na", "-1"))
         except (KeyError, ValueError):
             return None
+        if not (0 <= start < MAX_TIMESTAMP_MS and elapsed < MAX_ELAPSED_MS and -1 <= na < 2**31):
+            return None  # implausible: would also overflow the int64/int32 columns
         message = a.get("rm", "")
         return (start, elapsed, success_text == "true", a.get("lb", ""), a.get("tn", ""), na,
                 message.startswith(TRANSACTION_PREFIX), subresult)  # fmt: skip
