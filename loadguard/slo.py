@@ -290,6 +290,8 @@ def _read_toml(path: Path) -> Mapping[str, Any]:
         raise SloSpecError(f"cannot read {path}: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
         raise SloSpecError(f"{path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise SloSpecError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     table = doc.get("slo")
     if not isinstance(table, Mapping):
         raise SloSpecError(f"{path}: no [slo] table")
