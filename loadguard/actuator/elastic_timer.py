@@ -30,6 +30,8 @@ from __future__ import annotations
 import math
 from typing import Final
 
+from loadguard.errors import UsageError
+
 #: The property every Elastic Timer reads: samples per minute for the whole engine.
 RATE_PROPERTY: Final = "loadguard.tpm"
 #: Unit multiplier: property value = req/s * TPM_PER_RPS.
@@ -67,4 +69,7 @@ def threads_needed(rate_rps: float, latency_ms: float, headroom: float = 1.2) ->
 
         N >= ceil(headroom * rate * latency)
     """
-    return max(1, math.ceil(headroom * rate_rps * latency_ms / 1000.0))
+    needed = headroom * rate_rps * latency_ms / 1000.0
+    if not math.isfinite(needed):
+        raise UsageError(f"rate {rate_rps:g} req/s x latency {latency_ms:g} ms is out of range")
+    return max(1, math.ceil(needed))

@@ -18,6 +18,7 @@ the timer, ready for a rise.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -184,10 +185,10 @@ def inject_elastic_timer(
     setUp/tearDown). Raises ``JmxError`` for malformed XML, a non-JMX file, no thread
     group or an unknown ``thread_groups`` name; ``UsageError`` for a bad rate."""
     initial_tpm(initial_rate_rps)  # validates the rate before anything else
-    if max_rate_rps is not None and not max_rate_rps > 0:
-        raise UsageError(f"bad max rate {max_rate_rps!r}: must be > 0")
-    if latency_ms is not None and not latency_ms > 0:
-        raise UsageError(f"bad latency {latency_ms!r}: must be > 0")
+    if max_rate_rps is not None and not 0 < max_rate_rps < math.inf:
+        raise UsageError(f"bad max rate {max_rate_rps!r}: must be > 0 and finite")
+    if latency_ms is not None and not 0 < latency_ms < math.inf:
+        raise UsageError(f"bad latency {latency_ms!r}: must be > 0 and finite")
     root = _parse(xml)
     groups = _groups(root)
     if not groups:
