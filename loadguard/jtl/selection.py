@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from loadguard.errors import UsageError
 from loadguard.jtl.raw_rows import BOOL, SUBRESULT_LABEL, RawRows
 from loadguard.jtl.sample import SampleBatch
 
@@ -51,8 +52,8 @@ class RowSelector:
         exclude_labels: str | None = None,
     ) -> None:
         self.transactions = transactions
-        self._include = re.compile(labels) if labels else None
-        self._exclude = re.compile(exclude_labels) if exclude_labels else None
+        self._include = _regex("--labels", labels)
+        self._exclude = _regex("--exclude-labels", exclude_labels)
         self._label_ok: dict[str, bool] = {}
         # Per thread: (label of its last row, label of that row's top-level parent).
         self._last: dict[str, tuple[str, str]] = {}
@@ -181,3 +182,12 @@ class RowSelector:
         if counted == n:
             return rows.to_batch()
         return rows.to_batch(keep)
+
+
+def _regex(option: str, pattern: str | None) -> re.Pattern[str] | None:
+    if not pattern:
+        return None
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise UsageError(f"{option}: bad regular expression {pattern!r}: {exc}") from None
