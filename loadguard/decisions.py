@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 
-from loadguard.errors import DecisionLogError
+from loadguard.errors import DecisionLogError, OutputPathError
 
 log = logging.getLogger(__name__)
 
@@ -148,15 +148,15 @@ def check_writable(path: Path) -> None:
     """Fail before a run starts if the log cannot be written (checked up front)."""
     directory = path.parent if str(path.parent) else Path(".")
     if directory.exists() and not directory.is_dir():
-        raise DecisionLogError(f"cannot write {path}: {directory} is not a directory")
+        raise OutputPathError(f"cannot write {path}: {directory} is not a directory")
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise DecisionLogError(f"cannot create {directory}: {exc.strerror}") from exc
+        raise OutputPathError(f"cannot create {directory}: {exc.strerror}") from exc
     if path.exists() and not os.access(path, os.W_OK):
-        raise DecisionLogError(f"decision log {path} is not writable")
+        raise OutputPathError(f"decision log {path} is not writable")
     if not os.access(directory, os.W_OK):
-        raise DecisionLogError(f"directory {directory} is not writable")
+        raise OutputPathError(f"directory {directory} is not writable")
 
 
 class DecisionLogWriter:

@@ -61,6 +61,12 @@ class DecisionLogError(LoadGuardError):
     exit_code = 3
 
 
+class OutputPathError(DecisionLogError):
+    """An output path (decision log, summary, JUnit) that cannot be created: bad input."""
+
+    exit_code = 2
+
+
 class EngineError(LoadGuardError):
     """JMeter, or a JMeter engine, failed or could not be reached."""
 
