@@ -334,6 +334,10 @@ def run_plan(run: RunPlan, cfg: SidecarConfig) -> tuple[LoopOutcome, int]:
     """Start JMeter on ``run.plan`` and drive it; returns the outcome and JMeter's exit code."""
     run.out_dir.mkdir(parents=True, exist_ok=True)
     preflight(cfg.paths)
+    # A bad policy name or --param must fail here, not once JMeter is running.
+    build_policy(
+        cfg.policy, cfg.spec, lag_ms=cfg.lag_ms, auto_stop=cfg.auto_stop, **cfg.policy_params
+    )
     plan_path = prepare_plan(run, cfg)
     bsh = free_tcp_pair()
     udp = free_udp_port()
