@@ -23,6 +23,14 @@ class LoadGuardGroup(click.Group):
         except LoadGuardError as exc:
             click.echo(f"error: {exc.message}", err=True)
             sys.exit(exc.exit_code)
+        except click.exceptions.NoArgsIsHelpError:
+            raise
+        except click.UsageError as exc:
+            # click's own parameter errors, on one line like ours (exit 2).
+            message = " ".join(exc.format_message().split())
+            hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
+            click.echo(f"error: {message}{hint}", err=True)
+            sys.exit(2)
 
 
 @click.group(cls=LoadGuardGroup, context_settings={"help_option_names": ["-h", "--help"]})
