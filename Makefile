@@ -34,7 +34,7 @@ test: jmeter chromium lint
 
 # Unit tests only, for a quick edit loop.
 test-fast: install
-	$(BIN)/pytest -q tests/unit
+	$(BIN)/pytest -q tests/unit tests/fuzz
 
 # The full loop on the embedded demo target: results land in results/<timestamp>/.
 demo: jmeter
