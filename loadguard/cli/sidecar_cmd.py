@@ -315,9 +315,9 @@ def run_cmd(
     """Start JMeter on PLAN (non-GUI) with the Elastic Timer, then attach to it.
 
     Injects the Elastic Timer into a copy of the plan unless it has one, picks free
-    BeanShell and UDP ports (BeanShell listens on all interfaces: run only on trusted
-    hosts), starts JMeter with autoflush, drives the rate, and stops JMeter cleanly at the
-    end or on Ctrl-C. Arguments after `--` go to JMeter unchanged.
+    BeanShell and UDP ports (the BeanShell console listens on 127.0.0.1 only; see
+    docs/security.md), starts JMeter with autoflush, drives the rate, and stops JMeter
+    cleanly at the end or on Ctrl-C. Arguments after `--` go to JMeter unchanged.
 
     \b
     Example:
