@@ -1,4 +1,5 @@
-"""Security: ``loadguard run`` never exposes JMeter's BeanShell console off loopback.
+"""Security: ``loadguard run`` never exposes JMeter's BeanShell console off loopback,
+and the sidecar itself listens on no port.
 
 JMeter's stock BeanShell server listens on every interface (the positive control below
 shows it); ``loadguard run`` replaces it with a loopback-only one
@@ -76,6 +77,10 @@ def test_run_listens_on_loopback_only_and_still_pushes(
         session_port = int(flag.split("=", 1)[1]) + 1
         assert wait_for(lambda: any(p == session_port for _, p in tcp_listeners(pid)), 20)
         listeners = tcp_listeners(pid)
+        sidecar_listeners = [
+            c for c in psutil.Process(proc.pid).net_connections("inet")
+            if c.status == psutil.CONN_LISTEN or (c.type == socket.SOCK_DGRAM and not c.raddr)
+        ]  # fmt: skip
         external = external_addresses()
         refusals = [refused(ip, session_port) for ip in external]
         _, err = proc.communicate(timeout=60)
@@ -84,6 +89,7 @@ def test_run_listens_on_loopback_only_and_still_pushes(
         p == session_port and is_loopback(ip) for ip, p in listeners
     ), listeners
     assert all(is_loopback(ip) for ip, _ in listeners), listeners
+    assert sidecar_listeners == []  # the sidecar itself listens on no port
     assert all(refusals), list(zip(external, refusals, strict=True))
     rows = read_decisions(decisions)
     assert any(r["applied"] == "true" and r["old_rate"] != r["new_rate"] for r in rows), rows
