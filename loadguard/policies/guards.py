@@ -192,12 +192,18 @@ class Settling:
 @dataclass
 class StaleHold:
     """No new sample for ``stale_ms``: HOLD (``stale``); for ``floor_after_ms`` more: go to
-    ``floor_rate`` (``stale``, a DECREASE) and stay there while stale."""
+    ``floor_rate`` (``stale``, a DECREASE) and stay there while stale.
+
+    Before the first sample ever, staleness counts from the first tick less
+    ``startup_grace_ms``: JMeter's JVM start and Groovy compile took up to ~15 s on a
+    loaded 2-core host, and cutting the rate before the test has begun helps no one. A test
+    that never produces a sample (target frozen from the start) is still floored."""
 
     inner: Policy
     stale_ms: int
     floor_after_ms: int
     floor_rate: float
+    startup_grace_ms: int = 30_000
     _first_now: int | None = field(default=None, init=False)
 
     @property
@@ -208,8 +214,8 @@ class StaleHold:
         if self._first_now is None:
             self._first_now = obs.now_ms
         staleness = obs.staleness_ms
-        if staleness is None:
-            staleness = obs.now_ms - self._first_now  # nothing seen since the start
+        if staleness is None:  # nothing seen since the start
+            staleness = max(0, obs.now_ms - self._first_now - self.startup_grace_ms)
         if staleness <= self.stale_ms:
             return self.inner.decide(obs, rate)
         if staleness <= self.stale_ms + self.floor_after_ms or rate <= self.floor_rate:
