@@ -25,6 +25,7 @@ Definitions (docs/decision-log.md):
 from __future__ import annotations
 
 import bisect
+import contextlib
 import json
 import os
 import tempfile
@@ -298,9 +299,11 @@ class SummaryBuilder:
 
 
 def write_json_atomic(path: Path, data: Mapping[str, Any]) -> None:
-    """Write JSON through a temporary file and rename: never half-written."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write JSON through a temporary file and rename: never half-written, and a failed
+    write leaves neither a partial file nor the temporary one behind."""
+    tmp: str | None = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         with os.fdopen(fd, "w") as fh:
             json.dump(data, fh, indent=2, sort_keys=True)
@@ -309,4 +312,7 @@ def write_json_atomic(path: Path, data: Mapping[str, Any]) -> None:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except OSError as exc:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
         raise DecisionLogError(f"writing {path} failed: {exc.strerror or exc}") from exc

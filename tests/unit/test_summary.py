@@ -114,3 +114,19 @@ def test_summary_json_is_written_atomically(tmp_path: Path) -> None:
     ):
         assert key in data
     assert list(tmp_path.iterdir()) == [path]
+
+
+def test_failed_summary_write_leaves_no_temp_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from loadguard.errors import DecisionLogError
+
+    def disk_full(*_: object, **__: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", disk_full)
+    with pytest.raises(DecisionLogError, match="No space left"):
+        write_json_atomic(tmp_path / "summary.json", {"verdict": "PASS"})
+    assert list(tmp_path.iterdir()) == []
