@@ -1,12 +1,19 @@
-"""Running the real JMeter from tests: a bounded, non-GUI run that always cleans up."""
+"""Running the real JMeter from tests: bounded non-GUI runs that always clean up, and the
+small readers/waiters the real-JMeter suites share."""
 
 from __future__ import annotations
 
+import contextlib
+import csv
+import os
+import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
+import psutil
 
 from loadguard.jmeter.home import JMeterHome, jmeter_command
 
@@ -39,3 +46,36 @@ def run_jmeter(
 
 def read_jtl(jtl: Path) -> pd.DataFrame:
     return pd.read_csv(jtl)
+
+
+def read_decisions(path: Path) -> list[dict[str, str]]:
+    if not path.exists():
+        return []
+    with path.open(newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def wait_for(predicate: Callable[[], bool], timeout_s: float, step_s: float = 0.2) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(step_s)
+    return predicate()
+
+
+def jmeter_pids(marker: str) -> list[int]:
+    """JMeter JVMs whose command line mentions ``marker`` (the run's folder)."""
+    found = []
+    for p in psutil.process_iter(["pid", "cmdline"]):
+        with contextlib.suppress(psutil.Error):
+            cmd = " ".join(p.info["cmdline"] or [])
+            if "ApacheJMeter" in cmd and marker in cmd:
+                found.append(p.info["pid"])
+    return found
+
+
+def kill_jmeters(marker: str) -> None:
+    for pid in jmeter_pids(marker):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)

@@ -7,7 +7,6 @@ sidecar by pid, servers and proxies by closing their sockets.
 from __future__ import annotations
 
 import contextlib
-import csv
 import http.server
 import os
 import signal
@@ -16,53 +15,18 @@ import socketserver
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-import psutil
 
 from loadguard.jmeter.bsh_loopback import write_loopback_server_file
 from loadguard.jmeter.home import JMeterHome, jmeter_command
 from loadguard.jmeter.launch import free_tcp_pair
+from tests.jmeter_runner import kill_jmeters
 
 REPO = Path(__file__).resolve().parents[2]
 PLAN = REPO / "jmx_templates" / "elastic_plan.jmx"
 LOADGUARD = [sys.executable, "-m", "loadguard"]
-
-
-def read_decisions(path: Path) -> list[dict[str, str]]:
-    if not path.exists():
-        return []
-    with path.open(newline="") as fh:
-        return list(csv.DictReader(fh))
-
-
-def wait_for(predicate: Callable[[], bool], timeout_s: float, step_s: float = 0.2) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(step_s)
-    return predicate()
-
-
-def jmeter_pids(marker: str) -> list[int]:
-    """JMeter JVMs whose command line mentions ``marker`` (the run's folder)."""
-    found = []
-    for p in psutil.process_iter(["pid", "cmdline"]):
-        with contextlib.suppress(psutil.Error):
-            cmd = " ".join(p.info["cmdline"] or [])
-            if "ApacheJMeter" in cmd and marker in cmd:
-                found.append(p.info["pid"])
-    return found
-
-
-def kill_jmeters(marker: str) -> None:
-    for pid in jmeter_pids(marker):
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
 
 
 def free_port() -> int:

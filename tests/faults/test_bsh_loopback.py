@@ -22,7 +22,8 @@ from loadguard.jmeter.home import JMeterHome, jmeter_command
 from loadguard.jmeter.launch import free_tcp_pair
 from loadguard.target.model import build_model
 from loadguard.target.runner import RunningTarget, running_target
-from tests.faults.helpers import PLAN, jmeter_pids, read_decisions, run_args, sidecar, wait_for
+from tests.faults.helpers import PLAN, run_args, sidecar
+from tests.jmeter_runner import jmeter_pids, read_decisions, wait_for
 
 pytestmark = pytest.mark.jmeter
 

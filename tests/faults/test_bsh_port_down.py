@@ -23,7 +23,8 @@ from loadguard.actuator.elastic_timer import RATE_PROPERTY, TPM_PER_RPS
 from loadguard.jmeter.home import JMeterHome
 from loadguard.target.model import build_model
 from loadguard.target.runner import RunningTarget, running_target
-from tests.faults.helpers import LOADGUARD, TcpProxy, jmeter_engine, read_decisions, wait_for
+from tests.faults.helpers import LOADGUARD, TcpProxy, jmeter_engine
+from tests.jmeter_runner import read_decisions, wait_for
 
 pytestmark = pytest.mark.jmeter
 

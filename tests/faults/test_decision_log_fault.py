@@ -23,12 +23,8 @@ from loadguard.decisions import COLUMNS, HEADER
 from loadguard.jmeter.home import JMeterHome
 from loadguard.target.model import build_model
 from loadguard.target.runner import RunningTarget, running_target
-from tests.faults.helpers import (
-    LOADGUARD,
-    jmeter_engine,
-    jmeter_pids,
-    run_args,
-)
+from tests.faults.helpers import LOADGUARD, jmeter_engine, run_args
+from tests.jmeter_runner import jmeter_pids
 
 
 def file_size_limit(limit: int) -> Callable[[], None]:

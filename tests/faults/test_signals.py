@@ -19,7 +19,8 @@ import pytest
 from loadguard.jmeter.home import JMeterHome
 from loadguard.target.model import build_model
 from loadguard.target.runner import RunningTarget, running_target
-from tests.faults.helpers import jmeter_pids, read_decisions, run_args, sidecar, wait_for
+from tests.faults.helpers import run_args, sidecar
+from tests.jmeter_runner import jmeter_pids, read_decisions, wait_for
 
 pytestmark = pytest.mark.jmeter
 

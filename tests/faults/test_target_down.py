@@ -18,7 +18,8 @@ from loadguard.actuator.elastic_timer import ELASTIC_TIMER_LAG_MS
 from loadguard.durations import parse_duration_s
 from loadguard.jmeter.home import JMeterHome
 from loadguard.policies import GUARD_DEFAULTS
-from tests.faults.helpers import free_port, jmeter_pids, read_decisions, run_args, sidecar
+from tests.faults.helpers import free_port, run_args, sidecar
+from tests.jmeter_runner import jmeter_pids, read_decisions
 
 pytestmark = pytest.mark.jmeter
 

@@ -18,14 +18,8 @@ from pathlib import Path
 import pytest
 
 from loadguard.jmeter.home import JMeterHome
-from tests.faults.helpers import (
-    FreezableServer,
-    jmeter_pids,
-    read_decisions,
-    run_args,
-    sidecar,
-    wait_for,
-)
+from tests.faults.helpers import FreezableServer, run_args, sidecar
+from tests.jmeter_runner import jmeter_pids, read_decisions, wait_for
 
 pytestmark = pytest.mark.jmeter
 

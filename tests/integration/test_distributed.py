@@ -9,7 +9,6 @@ skipping the first ``SETTLE_MS`` after each push (Elastic Timer lag + sample sen
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import signal
@@ -35,6 +34,7 @@ from loadguard.jmeter.remote import (
 )
 from loadguard.target.model import build_model
 from loadguard.target.runner import RunningTarget, running_target
+from tests.jmeter_runner import read_decisions
 
 pytestmark = pytest.mark.jmeter
 
@@ -104,11 +104,6 @@ def target() -> Iterator[RunningTarget]:
     model = build_model("mmc", workers=4, queue=400, service_s=0.050)
     with running_target(model) as t:
         yield t
-
-
-def read_decisions(path: Path) -> list[dict[str, str]]:
-    with path.open(newline="") as fh:
-        return list(csv.DictReader(fh))
 
 
 def parse_acks(cell: str) -> dict[str, tuple[float | None, str]]:

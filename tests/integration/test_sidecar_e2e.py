@@ -7,7 +7,6 @@ that raises the rate from 10 req/s must find the knee and back off from it.
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import signal
@@ -19,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import psutil
 import pytest
 
 from loadguard.jmeter.home import JMeterHome, jmeter_command
@@ -29,6 +27,7 @@ from loadguard.simulate.mmc import lambda_star
 from loadguard.target.model import build_model
 from loadguard.target.runner import RunningTarget, running_target
 from loadguard.window import Window
+from tests.jmeter_runner import jmeter_pids, read_decisions
 
 pytestmark = pytest.mark.jmeter
 
@@ -42,20 +41,6 @@ def mm4_target() -> Iterator[RunningTarget]:
     model = build_model("mmc", workers=4, queue=400, service_s=0.050)
     with running_target(model) as t:
         yield t
-
-
-def read_decisions(path: Path) -> list[dict[str, str]]:
-    with path.open(newline="") as fh:
-        return list(csv.DictReader(fh))
-
-
-def jmeter_pids(marker: str) -> list[int]:
-    found = []
-    for p in psutil.process_iter(["pid", "cmdline"]):
-        cmd = " ".join(p.info["cmdline"] or [])
-        if "ApacheJMeter" in cmd and marker in cmd:
-            found.append(p.info["pid"])
-    return found
 
 
 def run_args(out: Path, port: int, duration: str, extra: list[str] | None = None) -> list[str]:

@@ -104,7 +104,11 @@ CASES: list[tuple[str, list[str], str]] = [
     ("inject initial-rate", ["inject", PLAN, "-o", "{tmp}/o.jmx", "--initial-rate", "x"], "rate"),
     ("inject max-rate", ["inject", PLAN, "-o", "{tmp}/o.jmx", "--max-rate", "-5"], "rate"),
     ("inject p95", ["inject", PLAN, "-o", "{tmp}/o.jmx", "--p95", "1"], "p95"),
-    ("inject thread-group", ["inject", PLAN, "-o", "{tmp}/o.jmx", "--thread-group", "nope"], "nope"),
+    (
+        "inject thread-group",
+        ["inject", PLAN, "-o", "{tmp}/o.jmx", "--thread-group", "nope"],
+        "nope",
+    ),
     ("push engine", ["push", "-e", "nohost", "-r", "5"], "nohost"),
     ("push rate", ["push", "-e", "127.0.0.1:9", "-r", "fast"], "fast"),
     ("push timeout", ["push", "-e", "127.0.0.1:9", "-r", "5", "--timeout", "x"], "--timeout"),
