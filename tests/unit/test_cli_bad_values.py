@@ -130,7 +130,11 @@ CASES: list[tuple[str, list[str], str]] = [
 
 
 @pytest.mark.parametrize(("argv", "needle"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_bad_value_is_one_line_and_exit_2(argv: list[str], needle: str, tmp_path: Path) -> None:
+def test_bad_value_is_one_line_and_exit_2(
+    argv: list[str], needle: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Relative outputs (attach's default decisions.csv) land in tmp_path, not the checkout.
+    monkeypatch.chdir(tmp_path)
     a_file = tmp_path / "a-file"
     a_file.write_text("timeStamp,elapsed\n")
     (tmp_path / "fake-jmeter" / "bin").mkdir(parents=True)
