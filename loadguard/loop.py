@@ -248,8 +248,7 @@ class ControlLoop:
             return PushResult(rate_rps=target, applied=True, acks=())
         push = self.actuator.push(target)
         if push.applied:
-            # what the engines really got: the floor, or a fleet cap, may differ from target
-            self.applied_rate = push.rate_rps
+            self.applied_rate = target
         # A failed push may still have reached an engine (a reply lost after the write):
         # re-assert whatever is decided next, even an unchanged rate.
         self.rate_confirmed = push.applied
