@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from loadguard.cli.metrics_cmd import build_format
 from loadguard.report import render_compare, render_report, resolve_run
 
 PathArg = click.Path(path_type=Path)
@@ -16,7 +17,18 @@ PathArg = click.Path(path_type=Path)
 @click.option(
     "--decisions", type=PathArg, help="Decision log CSV (default: RUN_DIR/decisions.csv)."
 )
-@click.option("--jtl", type=PathArg, help="JTL results (CSV with header) for per-label results.")
+@click.option("--jtl", type=PathArg, help="JTL results (CSV or XML) for per-label results.")
+@click.option(
+    "--jtl-columns",
+    help="Columns of a CSV JTL written without a header, comma-separated, in file order.",
+)
+@click.option(
+    "--jmeter-properties",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    multiple=True,
+    help="jmeter.properties / user.properties the JTL was written with (columns, "
+    "delimiter, timestamp format); later files win.",
+)
 @click.option("--summary", type=PathArg, help="summary.json of the run.")
 @click.option(
     "-o", "--out", type=PathArg, help="HTML file to write (default: RUN_DIR/report.html)."
@@ -25,6 +37,8 @@ def report(
     run_dir: Path | None,
     decisions: Path | None,
     jtl: Path | None,
+    jtl_columns: str | None,
+    jmeter_properties: tuple[Path, ...],
     summary: Path | None,
     out: Path | None,
 ) -> None:
@@ -34,13 +48,22 @@ def report(
     results.jtl when present; options override them. The page needs no network: charts
     are inline SVG, styles inline, no script. The JTL is read in one streaming pass, so
     hour-long runs render in seconds; per-label p95/p99 are exact over every sample.
+    A CSV JTL with a header line, or an XML JTL, needs no format options; a CSV without
+    a header needs --jmeter-properties (or --jtl-columns) unless it has JMeter 5.6.3's
+    default columns.
 
     \b
     Example:
       loadguard report results/2026-11-30T05-00-00
       loadguard report --decisions decisions.csv --jtl results.jtl -o report.html
+      loadguard report run/ --jtl old.jtl --jmeter-properties bin/user.properties
     """
-    paths = resolve_run(run_dir, decisions=decisions, jtl=jtl, summary=summary)
+    fmt = (
+        build_format(jtl_columns, jmeter_properties, ())
+        if jtl_columns or jmeter_properties
+        else None
+    )
+    paths = resolve_run(run_dir, decisions=decisions, jtl=jtl, summary=summary, jtl_format=fmt)
     written = render_report(paths, out)
     click.echo(f"report: {written}")
 

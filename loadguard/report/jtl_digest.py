@@ -17,6 +17,11 @@ number, or a ``success`` that is neither ``true`` nor ``false`` (a row cut short
 shifted by an unquoted delimiter). Fields past the header's last column are ignored by
 the parser (``usecols``): such a row counts if its leading columns are sound.
 
+Other JTLs (XML, a CSV without a header line, a CSV with another delimiter) are read by
+the live loop's ``JtlFollower`` with the given ``JtlFormat`` and folded the same way. That
+reader counts each request once, as the sidecar did: Transaction Controller rows and
+sub-results (``<parent>-<n>``) are left out and counted in ``skipped_rows``.
+
 Labels: the first ``MAX_LABELS`` distinct labels get their own exact row; samples of any
 further label are folded into ``OTHER_LABELS`` (still exact, as one group), so a plan
 that puts URLs with ids in its labels cannot make memory grow without bound.
@@ -32,7 +37,9 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from loadguard.errors import ReportError
+from loadguard.errors import JtlError, ReportError
+from loadguard.jtl.columns import JtlFormat, header_columns
+from loadguard.jtl.follow import JtlFollower
 from loadguard.report.decision_frame import read_header
 from loadguard.summary import LatencyHistogram
 
@@ -79,16 +86,71 @@ class JtlDigest:
     )
     first_start_ms: int | None = None
     last_end_ms: int | None = None
+    #: "csv" (with a header line, read by pandas), or the follower's "csv" / "xml".
+    source: str = "csv"
+    #: Transaction Controller rows and sub-results left out (follower path only).
+    skipped_rows: int = 0
 
 
-def _chunks(path: Path, chunk_rows: int) -> Iterator[pd.DataFrame]:
+@dataclass
+class _Seconds:
+    """Per-second [count, ok] partial sums, folded together as they pile up."""
+
+    parts: list[pd.DataFrame] = field(default_factory=list)
+
+    def add(self, end_ms: np.ndarray, ok: np.ndarray) -> None:
+        self.parts.append(
+            pd.DataFrame({"sec": end_ms // 1000, "count": 1, "ok": ok.astype(np.int64)})
+            .groupby("sec", sort=False)
+            .sum()
+        )
+        if len(self.parts) >= 16:  # keep the list short: fold the partial sums together
+            self.parts = [pd.concat(self.parts).groupby(level=0).sum()]
+
+    def frame(self) -> pd.DataFrame | None:
+        return pd.concat(self.parts).groupby(level=0).sum().sort_index() if self.parts else None
+
+
+def _fold(
+    digest: JtlDigest,
+    seconds: _Seconds,
+    start_ms: np.ndarray,
+    elapsed_ms: np.ndarray,
+    ok: np.ndarray,
+    labels: np.ndarray,
+    max_labels: int,
+) -> None:
+    """Add well-formed samples (int64 start/elapsed, bool ok, str labels) to the digest."""
+    if len(start_ms) == 0:
+        return
+    elapsed_ms = np.clip(elapsed_ms, 0, None)
+    end = start_ms + elapsed_ms
+    lo, hi = int(start_ms.min()), int(end.max())
+    digest.first_start_ms = lo if digest.first_start_ms is None else min(digest.first_start_ms, lo)
+    digest.last_end_ms = hi if digest.last_end_ms is None else max(digest.last_end_ms, hi)
+    digest.overall.add(elapsed_ms, ok)
+    _fold_labels(digest, labels, elapsed_ms, ok, max_labels)
+    seconds.add(end, ok)
+
+
+def _is_headed_csv(path: Path) -> bool:
+    """Whether the first record is a comma-separated JTL header naming our columns.
+
+    A header lacking one of them is an error here: the file is a CSV JTL, but one that
+    cannot be reported on."""
     header = read_header(path)
+    if header_columns(header) is None:
+        return False
     missing = [c for c in JTL_COLUMNS if c not in header]
     if missing:
         raise ReportError(
-            f"{path}: not a CSV JTL with a header (lacks {', '.join(missing)}); "
-            "save results as CSV with jmeter.save.saveservice.print_field_names=true"
+            f"{path}: not a CSV JTL with the columns a report needs (lacks "
+            f"{', '.join(missing)}); turn on those jmeter.save.saveservice flags"
         )
+    return True
+
+
+def _chunks(path: Path, chunk_rows: int) -> Iterator[pd.DataFrame]:
     try:
         yield from pd.read_csv(
             path,
@@ -106,10 +168,59 @@ def _chunks(path: Path, chunk_rows: int) -> Iterator[pd.DataFrame]:
         raise ReportError(f"{path}: cannot parse: {exc}") from exc
 
 
-def digest_jtl(path: Path, chunk_rows: int = CHUNK_ROWS, max_labels: int = MAX_LABELS) -> JtlDigest:
-    """Fold the whole JTL at ``path`` into a ``JtlDigest`` in one bounded-memory pass."""
+def digest_jtl(
+    path: Path,
+    chunk_rows: int = CHUNK_ROWS,
+    max_labels: int = MAX_LABELS,
+    fmt: JtlFormat | None = None,
+) -> JtlDigest:
+    """Fold the whole JTL at ``path`` into a ``JtlDigest`` in one bounded-memory pass.
+
+    ``fmt`` describes a CSV written without a header line, or with another delimiter or
+    a date timestamp format; a comma-separated CSV with a header, or XML, needs none.
+    """
+    if _is_headed_csv(path) and (fmt is None or fmt.timestamp_format == "ms"):
+        digest = _digest_frames(path, chunk_rows, max_labels)
+    else:
+        digest = _digest_samples(path, fmt or JtlFormat(), max_labels)
+    if digest.overall.count == 0:
+        hint = ""
+        if digest.malformed_rows and digest.source == "csv":
+            hint = (
+                f" ({digest.malformed_rows:,} malformed rows; give the JTL's format with "
+                "--jmeter-properties or --jtl-columns)"
+            )
+        raise ReportError(f"{path}: the JTL holds no usable sample{hint}")
+    return digest
+
+
+def _digest_samples(path: Path, fmt: JtlFormat, max_labels: int) -> JtlDigest:
+    """The follower path: XML, headerless or non-comma CSV."""
     digest = JtlDigest(path=path)
-    seconds: list[pd.DataFrame] = []
+    seconds = _Seconds()
+    try:
+        with JtlFollower(path, fmt=fmt) as follower:
+            for batch in follower.batches():
+                _fold(
+                    digest, seconds, batch.start_ms, batch.elapsed_ms, batch.success,
+                    batch.label, max_labels,
+                )  # fmt: skip
+            status = follower.status()
+    except (JtlError, OSError) as exc:
+        raise ReportError(f"{path}: cannot read the JTL: {exc}") from exc
+    digest.source = status.format or "csv"
+    digest.rows = status.records
+    digest.malformed_rows = status.malformed_rows
+    digest.skipped_rows = status.skipped_transactions + status.skipped_subresults
+    if (frame := seconds.frame()) is not None:
+        digest.per_second = frame
+    return digest
+
+
+def _digest_frames(path: Path, chunk_rows: int, max_labels: int) -> JtlDigest:
+    """The fast path: a CSV with a header, four columns read by pandas in chunks."""
+    digest = JtlDigest(path=path)
+    seconds = _Seconds()
     for chunk in _chunks(path, chunk_rows):
         digest.rows += len(chunk)
         start = _numbers(chunk["timeStamp"])
@@ -117,32 +228,12 @@ def digest_jtl(path: Path, chunk_rows: int = CHUNK_ROWS, max_labels: int = MAX_L
         ok_all, known = _success(chunk["success"])
         good = np.isfinite(start) & np.isfinite(elapsed) & known
         digest.malformed_rows += int(len(good) - np.count_nonzero(good))
-        if not good.any():
-            continue
-        start_i = start[good].astype(np.int64)
-        elapsed_i = np.clip(elapsed[good].astype(np.int64), 0, None)
-        ok = ok_all[good]
-        labels = chunk["label"].to_numpy(object)[good]
-        end = start_i + elapsed_i
-        lo, hi = int(start_i.min()), int(end.max())
-        digest.first_start_ms = (
-            lo if digest.first_start_ms is None else min(digest.first_start_ms, lo)
-        )
-        digest.last_end_ms = hi if digest.last_end_ms is None else max(digest.last_end_ms, hi)
-        digest.overall.add(elapsed_i, ok)
-        _fold_labels(digest, labels, elapsed_i, ok, max_labels)
-        sec = end // 1000
-        seconds.append(
-            pd.DataFrame({"sec": sec, "count": 1, "ok": ok.astype(np.int64)})
-            .groupby("sec", sort=False)
-            .sum()
-        )
-        if len(seconds) >= 16:  # keep the list short: fold the partial sums together
-            seconds = [pd.concat(seconds).groupby(level=0).sum()]
-    if seconds:
-        digest.per_second = pd.concat(seconds).groupby(level=0).sum().sort_index()
-    if digest.overall.count == 0:
-        raise ReportError(f"{path}: the JTL holds no usable sample")
+        _fold(
+            digest, seconds, start[good].astype(np.int64), elapsed[good].astype(np.int64),
+            ok_all[good], chunk["label"].to_numpy(object)[good], max_labels,
+        )  # fmt: skip
+    if (frame := seconds.frame()) is not None:
+        digest.per_second = frame
     return digest
 
 

@@ -50,7 +50,7 @@ class RunData:
 def load_run(paths: RunPaths, chunk_rows: int = CHUNK_ROWS) -> RunData:
     decisions = load_decisions(paths.decisions)
     summary = load_summary(paths.summary) if paths.summary else None
-    jtl = digest_jtl(paths.jtl, chunk_rows) if paths.jtl else None
+    jtl = digest_jtl(paths.jtl, chunk_rows, fmt=paths.jtl_format) if paths.jtl else None
     return RunData(paths, decisions, summary, jtl)
 
 
@@ -103,9 +103,14 @@ def report_html(run: RunData, drawn: list[tuple[charts.Chart, str]]) -> str:
         f"{_utc(float(frame['epoch_ms'].iloc[0]))} to {_utc(float(frame['epoch_ms'].iloc[-1]))}",
     ]
     if run.jtl is not None:
+        skipped = (
+            f", {run.jtl.skipped_rows:,} transaction/sub-result rows left out"
+            if run.jtl.skipped_rows
+            else ""
+        )
         meta.append(
-            f"JTL <code>{escape(str(p.jtl))}</code>: {run.jtl.rows:,} rows, "
-            f"{run.jtl.malformed_rows:,} malformed rows left out"
+            f"JTL <code>{escape(str(p.jtl))}</code> ({run.jtl.source.upper()}): "
+            f"{run.jtl.rows:,} rows, {run.jtl.malformed_rows:,} malformed rows left out" + skipped
         )
     if p.summary is not None:
         meta.append(f"Summary <code>{escape(str(p.summary))}</code>")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from loadguard.errors import ReportError
+from loadguard.jtl.columns import JtlFormat
 
 DECISIONS = "decisions.csv"
 SUMMARY = "summary.json"
@@ -27,6 +28,8 @@ class RunPaths:
     jtl: Path | None = None
     summary: Path | None = None
     run_dir: Path | None = None
+    #: How a JTL without a header line is written (None: a header or XML says).
+    jtl_format: JtlFormat | None = None
 
     @property
     def name(self) -> str:
@@ -50,6 +53,7 @@ def resolve_run(
     decisions: Path | None = None,
     jtl: Path | None = None,
     summary: Path | None = None,
+    jtl_format: JtlFormat | None = None,
 ) -> RunPaths:
     """The run's files: ``run`` is a run directory or a decision log, or None."""
     run_dir: Path | None = None
@@ -72,6 +76,7 @@ def resolve_run(
         jtl=None if jtl is None else _must_exist(jtl, "JTL"),
         summary=None if summary is None else _must_exist(summary, "summary"),
         run_dir=run_dir,
+        jtl_format=jtl_format,
     )
 
 

@@ -28,7 +28,9 @@ from lxml import etree
 
 from loadguard.cli import cli
 from loadguard.jmeter.home import JMeterHome, jmeter_command
+from loadguard.jtl.columns import format_from_properties
 from loadguard.jtl.follow import JtlFollower
+from loadguard.report.jtl_digest import digest_jtl
 from tests.conftest import PLANS
 from tests.jmeter_runner import run_jmeter
 
@@ -188,6 +190,16 @@ def test_metrics_matches_pandas_for_every_window_and_label(
         if step == "1s":
             # Windows that tile time count every sampler row exactly once.
             assert sum(line["overall"]["count"] for line in lines) == len(ref)
+    # The report reads the same file (XML and headerless ones through the follower).
+    digest = digest_jtl(jtl, fmt=format_from_properties(props) if props else None)
+    assert digest.malformed_rows == 0
+    for lb, group in ref.groupby("label"):
+        d = digest.labels[str(lb)]
+        assert (d.count, d.errors) == (len(group), int((~group["success"]).sum())), lb
+        for q in (0.5, 0.95, 0.99):
+            assert d.hist.quantile(q) == pytest.approx(np.quantile(group["elapsed"], q)), lb
+    if name != "csv-header":  # the follower counts each request once, as the sidecar
+        assert set(digest.labels) == set(ref["label"]) and digest.skipped_rows > 0
 
 
 @pytest.mark.parametrize(

@@ -128,7 +128,7 @@ def test_user_strings_are_escaped(tmp_path: Path) -> None:
     ("bad", "message"),
     [
         ("decisions.csv", "not a LoadGuard decision log"),
-        ("results.jtl", "not a CSV JTL with a header"),
+        ("results.jtl", "no usable sample"),
         ("summary.json", "not JSON"),
     ],
 )
@@ -160,7 +160,8 @@ def test_unwritable_target_leaves_no_temporary(tmp_path: Path) -> None:
         (["report", "{tmp}/missing"], "no such run directory"),
         (["report"], "give a run directory or --decisions"),
         (["report", "--decisions", "{tmp}/nope.csv"], "decision log {tmp}/nope.csv: no such file"),
-        (["report", "{run}", "--jtl", "{run}/decisions.csv"], "not a CSV JTL"),
+        (["report", "{run}", "--jtl", "{run}/decisions.csv"], "no usable sample"),
+        (["report", "{run}", "--jtl-columns", "timeStamp,label"], "JTL columns lack"),
         (["report", "--decisions", "{run}/results.jtl"], "not a LoadGuard decision log"),
         (["compare", "{run}", "{tmp}/missing"], "no such run directory"),
         (["compare", "{run}", "--name", "a", "--name", "b"], "2 names given for 1 runs"),
@@ -185,6 +186,26 @@ def test_cli_report_writes_beside_the_run(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert result.output.strip() == f"report: {run / 'report.html'}"
     assert (run / "report_latency.png").exists()
+
+
+def test_cli_report_reads_a_headerless_semicolon_jtl_with_its_properties(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "run", ticks=6)
+    # Rows without quoted fields (a comma inside quotes would become a delimiter).
+    rows = [r for r in (run / "results.jtl").read_text().splitlines()[1:] if '"' not in r]
+    bare = tmp_path / "bare.jtl"
+    bare.write_text("".join(r.replace(",", ";") + "\n" for r in rows))
+    props = tmp_path / "user.properties"
+    props.write_text(
+        "jmeter.save.saveservice.print_field_names=false\n"
+        "jmeter.save.saveservice.default_delimiter=;\n"
+    )
+    args = ["report", str(run), "--jtl", str(bare), "-o", str(tmp_path / "r.html")]
+    refused = CliRunner().invoke(cli, args)
+    assert refused.exit_code == 2 and "give the JTL's format" in refused.output
+    result = CliRunner().invoke(cli, [*args, "--jmeter-properties", str(props)])
+    assert result.exit_code == 0, result.output
+    html = (tmp_path / "r.html").read_text()
+    assert len(rows) > 10 and f"(CSV): {len(rows):,} rows, 0 malformed" in html
 
 
 def test_compare_overlays_runs_and_tables_their_summaries(tmp_path: Path) -> None:
