@@ -13,7 +13,8 @@ With :math:`x = \ln r` (r the rate in force) and :math:`e = \ln(s / P)`:
 geometrically, :math:`x \leftarrow x + \ln ρ` (ρ = ``ramp_factor``), on every judged
 window. A BREACH, or a NEAR over at least ``ramp_min_samples`` samples (fewer make a p95
 too noisy to mean anything), ends the ramp with a geometric bisection between the last
-safe rate and this one, :math:`x \leftarrow (x_{safe} + x)/2`; a window with
+safe rate and this one, :math:`x \leftarrow (x_{safe} + x)/2` (a BREACH cuts at least by
+its severity, as below, so a first window of errors halves the rate); a window with
 :math:`P \ge s` and enough samples ends it without a cut.
 
 *Track*. The windows seen at one rate overlap, so their errors are averaged with weights
@@ -123,7 +124,10 @@ class GradientPolicy:
                 self.phase = "track"
                 self.last_error = error
                 target = math.sqrt(self.last_safe * rate) if self.last_safe else rate
-                new = min(rate * self.breach_min_cut, max(target, rate * self.max_down))
+                # A breach cuts at least by its severity, as in tracking: a first window
+                # of 100 % errors (no safe rate known yet) halves the rate, not -10 %.
+                severe = rate * math.exp(self._breach_step(pressure)) if breach else rate
+                new = min(rate * self.breach_min_cut, severe, max(target, rate * self.max_down))
                 self._hot, self._hot_ms = rate, obs.now_ms
                 return decide(obs, rate, new, reason, phase="ramp", pressure=pressure)
             if pressure < setpoint or not enough:
@@ -137,10 +141,7 @@ class GradientPolicy:
                 )
             self.phase = "track"
         if breach:
-            step = max(
-                math.log(self.max_down),
-                min(math.log(self.breach_min_cut), -self.k_breach * math.log(pressure)),
-            )
+            step = self._breach_step(pressure)
             self._ups = 0
             self._hot, self._hot_ms = rate, obs.now_ms
             self.last_error = error
@@ -199,6 +200,13 @@ class GradientPolicy:
             return step
         cap = math.log(self._hot * (1.0 - self.hot_margin) / rate)
         return min(step, max(cap, math.log1p(self.hot_margin)))
+
+    def _breach_step(self, pressure: float) -> float:
+        """:math:`-k_b \\ln P` clipped to [ln max_down, ln breach_min_cut]."""
+        return max(
+            math.log(self.max_down),
+            min(math.log(self.breach_min_cut), -self.k_breach * math.log(pressure)),
+        )
 
     def _step(self, error: float) -> float:
         ki = self.k_up if error > 0 else self.k_down

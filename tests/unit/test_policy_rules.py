@@ -97,6 +97,14 @@ def test_gradient_breach_in_ramp_bisects_toward_the_last_safe_rate() -> None:
     assert p.phase == "track"
 
 
+def test_gradient_first_window_of_errors_cuts_by_severity_not_ten_percent() -> None:
+    # 100 % errors against a 1 % SLO: pressure 100, and no safe rate is known yet.
+    p = GradientPolicy(max_down=0.5)
+    d = p.decide(obs(Zone.BREACH, 100.0), 200.0)
+    assert d.new_rate == pytest.approx(100.0)
+    assert p.phase == "track"
+
+
 def test_gradient_tracks_down_when_above_the_setpoint() -> None:
     p = GradientPolicy(setpoint=0.7, k_down=0.6, noise_down=0.0)
     p.phase = "track"
