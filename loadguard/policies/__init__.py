@@ -165,6 +165,12 @@ def build_policy(name: str, spec: SloSpec, **params: Any) -> Policy:
     policy = NoDataHold(policy)
     policy = StaleHold(policy, round(stale), round(floor_after), spec.min_rate)
     if knobs["auto_stop"]:
-        policy = AutoStop(policy, round(knobs["auto_stop"]), window)
+        sparse = dataclasses.replace(spec, min_samples=1)
+        policy = AutoStop(
+            policy,
+            round(knobs["auto_stop"]),
+            window,
+            sparse_zone=lambda o: sparse.evaluate(o.stats, o.now_ms, o.commanded_rps).zone,
+        )
     policy = Bounds(policy, spec.min_rate, spec.max_rate)
     return Exposure(policy)

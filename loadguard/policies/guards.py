@@ -43,6 +43,7 @@ requests waited inside the generator.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from loadguard.errors import PolicyError
@@ -260,20 +261,34 @@ class GeneratorLimited:
 
 @dataclass
 class AutoStop:
-    """STOP after BREACH has lasted ``windows`` full windows (like the AutoStop plugin)."""
+    """STOP after BREACH has lasted ``windows`` full windows (like the AutoStop plugin).
+
+    A window too thin to judge (NO_DATA: fewer than ``min_samples``, as at the floor rate
+    after the cuts) is no evidence of recovery, so it does not end a breach unless
+    ``sparse_zone`` -- the same SLO judged on however few samples there are -- says its
+    samples meet the SLO. An empty window (nothing completes: a hung target) does not end
+    it either. Without ``sparse_zone`` NO_DATA ends the breach, as SAFE does."""
 
     inner: Policy
     windows: int
     window_ms: int
+    sparse_zone: Callable[[Observation], Zone] | None = None
     _since: int | None = field(default=None, init=False)
 
     @property
     def name(self) -> str:
         return self.inner.name
 
+    def _breach_goes_on(self, obs: Observation) -> bool:
+        if obs.zone is Zone.BREACH:
+            return True
+        if obs.zone is not Zone.NO_DATA or self._since is None or self.sparse_zone is None:
+            return False
+        return self.sparse_zone(obs) in (Zone.BREACH, Zone.NO_DATA)
+
     def decide(self, obs: Observation, rate: float) -> Decision:
         d = self.inner.decide(obs, rate)
-        if obs.zone is not Zone.BREACH:
+        if not self._breach_goes_on(obs):
             self._since = None
             return d
         if self._since is None:

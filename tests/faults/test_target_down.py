@@ -25,16 +25,18 @@ pytestmark = pytest.mark.jmeter
 
 TICK_MS = 1000
 WINDOW = "5s"
-# The floor keeps >= min_samples (20) in a window, so the SLO is still judged there: at
-# 1 req/s a 5 s window would be NO_DATA and auto-stop could never fire.
-INITIAL, FLOOR, AUTO_STOP = 20.0, 5.0, 5
+# Floor 5 req/s keeps >= min_samples (20) in a 5 s window, so the SLO is still judged
+# there. Floor 1 req/s: below 4 req/s a window is too thin to judge (NO_DATA), the cuts
+# stop there, and auto-stop must still fire because those few samples all fail.
+INITIAL, AUTO_STOP = 20.0, 5
 # A loaded machine can take 15 s to get JMeter's first sample out; the stale guard (2
 # windows + 2 windows by default) would otherwise floor the rate before the test begins.
 STALE = ["--param", "stale_ms=30000"]
 
 
+@pytest.mark.parametrize("floor", [5.0, 1.0], ids=["judged-floor", "thin-windows"])
 def test_target_down_cuts_to_the_floor_never_raises_and_auto_stops(
-    jmeter_home: JMeterHome, tmp_path: Path
+    floor: float, jmeter_home: JMeterHome, tmp_path: Path
 ) -> None:
     out = tmp_path / "run"
     args = run_args(
@@ -43,7 +45,7 @@ def test_target_down_cuts_to_the_floor_never_raises_and_auto_stops(
         "90s",
         window=WINDOW,
         initial_rate=str(INITIAL),
-        extra=["--min-rate", str(FLOOR), "--auto-stop", str(AUTO_STOP), *STALE],
+        extra=["--min-rate", str(floor), "--auto-stop", str(AUTO_STOP), *STALE],
         props=["target.connect_timeout=1000"],
     )
     with sidecar(args, tmp_path, str(out)) as proc:
@@ -60,14 +62,25 @@ def test_target_down_cuts_to_the_floor_never_raises_and_auto_stops(
     # Never a rise while errors breach.
     for i in breached:
         assert float(rows[i]["new_rate"]) <= float(rows[i]["old_rate"]), rows[i]
+    window_ms = parse_duration_s(WINDOW) * 1000
+    if floor < 4.0:
+        # The rate is cut while windows can be judged, then held (no_data) while those
+        # thin windows keep failing; the breach is continuous for auto-stop all along.
+        thin = [i for i, r in enumerate(rows) if r["zone"] == "NO_DATA" and i > breached[0]]
+        assert thin, "no thin window after the first breach"
+        assert all(float(r["new_rate"]) <= float(r["old_rate"]) for r in rows[breached[0] :])
+        assert rows[-1]["action"] == "STOP" and rows[-1]["reason"] == "auto_stop"
+        breach_ms = int(rows[-1]["epoch_ms"]) - int(rows[breached[0]]["epoch_ms"])
+        assert AUTO_STOP * window_ms <= breach_ms <= AUTO_STOP * window_ms + 2 * TICK_MS
+        print(f"\ntarget down, thin windows: {len(thin)} NO_DATA rows, stop after {breach_ms} ms")
+        return
     # Down to the floor within the ticks the guards allow: while breached, the rate is cut
     # again as soon as the settle time (lag + window) after the last change has passed,
     # never held longer; each cut at most max_step_down.
-    window_ms = parse_duration_s(WINDOW) * 1000
     settle_ticks = math.ceil((ELASTIC_TIMER_LAG_MS + window_ms) / TICK_MS) + 1
     step_down = GUARD_DEFAULTS["max_step_down"]
     assert step_down is not None
-    at_floor = next(i for i, r in enumerate(rows) if float(r["new_rate"]) <= FLOOR)
+    at_floor = next(i for i, r in enumerate(rows) if float(r["new_rate"]) <= floor)
     cuts = [i for i, r in enumerate(rows) if r["action"] == "DECREASE"]
     assert cuts and cuts[-1] == at_floor
     marks = [breached[0], *cuts]
@@ -75,8 +88,8 @@ def test_target_down_cuts_to_the_floor_never_raises_and_auto_stops(
     assert max(gaps) <= settle_ticks, (gaps, settle_ticks)
     for i in cuts:
         old, new = float(rows[i]["old_rate"]), float(rows[i]["new_rate"])
-        assert new >= max(old * step_down, FLOOR) - 1e-9, rows[i]
-    assert all(float(r["new_rate"]) == FLOOR for r in rows[at_floor:])
+        assert new >= max(old * step_down, floor) - 1e-9, rows[i]
+    assert all(float(r["new_rate"]) == floor for r in rows[at_floor:])
     took = at_floor - breached[0]
     # Auto-stop: the last row is STOP, after AUTO_STOP windows of continuous breach.
     assert rows[-1]["action"] == "STOP" and rows[-1]["reason"] == "auto_stop"

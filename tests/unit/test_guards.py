@@ -196,6 +196,41 @@ def test_auto_stop_count_resets_on_a_good_window() -> None:
     assert guard.decide(obs(Zone.BREACH, now_ms=20_000), 100.0).action is not Action.STOP
 
 
+def test_auto_stop_thin_windows_that_still_breach_do_not_end_the_breach() -> None:
+    guard = AutoStop(Wants(0.9), windows=2, window_ms=10_000, sparse_zone=lambda o: Zone.BREACH)
+    guard.decide(obs(Zone.BREACH, now_ms=0), 100.0)
+    assert guard.decide(obs(Zone.NO_DATA, now_ms=10_000), 1.0).action is not Action.STOP
+    assert guard.decide(obs(Zone.NO_DATA, now_ms=20_000), 1.0).action is Action.STOP
+
+
+def test_auto_stop_thin_windows_that_meet_the_slo_end_the_breach() -> None:
+    guard = AutoStop(Wants(0.9), windows=2, window_ms=10_000, sparse_zone=lambda o: Zone.SAFE)
+    guard.decide(obs(Zone.BREACH, now_ms=0), 100.0)
+    guard.decide(obs(Zone.NO_DATA, now_ms=10_000), 1.0)
+    assert guard.decide(obs(Zone.BREACH, now_ms=20_000), 1.0).action is not Action.STOP
+
+
+def test_auto_stop_fires_at_the_floor_under_total_errors() -> None:
+    """100 % errors: the rate is cut to the floor, where a window holds fewer than
+    min_samples samples (NO_DATA); they still all fail, so the test is stopped."""
+    spec = SloSpec.from_options(p95="250ms", error_rate="1%")
+    policy = build_policy("gradient", spec, auto_stop=3)
+    rate, actions = 50.0, []
+    for k in range(40):
+        now = 100_000 + 2_000 * k
+        count = max(1, round(rate * 10)) if k < 5 else 5  # the floor: 0.5 req/s
+        overall = LabelStats(count, count / 10, 0.0, 1.0, 20.0, 20.0, 20.0, 20.0, 20.0, 30.0)
+        stats = WindowStats(now, 10_000, overall, {}, 0, now - 100)
+        d = policy.decide(spec.evaluate(stats, now, rate), rate)
+        actions.append(d.action)
+        if d.action is Action.STOP:
+            break
+        rate = d.new_rate
+    assert actions[-1] is Action.STOP
+    assert Zone.NO_DATA is spec.evaluate(stats, now, rate).zone
+    assert len(actions) == 16  # 3 windows of 10 s after the first breach at tick 0
+
+
 def test_exposure_flags_a_decrease_that_hides_queueing() -> None:
     d = Exposure(Wants(0.5)).decide(obs(commanded=100.0, achieved=60.0), 100.0)
     assert d.detail["offered_rps"] == 100.0
