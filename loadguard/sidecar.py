@@ -204,7 +204,10 @@ def drive(
                 outcome = LoopOutcome(summary.build(loop.run_acc, reason), reason, 3)
         if isinstance(actuator, EngineSet):
             actuator.close()
-    write_json_atomic(cfg.paths.summary, outcome.summary.to_json())
+    data = outcome.summary.to_json()
+    if isinstance(actuator, FleetActuator):
+        data.update(actuator.summary_json())  # engines and their losses / returns
+    write_json_atomic(cfg.paths.summary, data)
     if cfg.paths.junit is not None:
         write_junit(cfg.paths.junit, outcome.summary)
     if failure is not None:

@@ -218,6 +218,30 @@ class FleetActuator(EngineSet):
                 log.warning("engine %s is back: %s; shares rebalanced", c.engine, c.reason)
         return changes
 
+    def summary_json(self) -> dict[str, object]:
+        """The fleet for summary.json: each engine's weight, final state and share, and
+        every loss/return in order (``at_epoch_ms``, one-line ``reason``)."""
+        return {
+            "engines": [
+                {
+                    "engine": e.name,
+                    "weight": e.weight,
+                    "state": str(self.health.state(e.name)),
+                    "final_share_rps": self.shares.get(e.name),
+                }
+                for e in self.engines
+            ],
+            "engine_changes": [
+                {
+                    "engine": c.engine,
+                    "state": str(c.state),
+                    "reason": c.reason,
+                    "at_epoch_ms": c.at_ms,
+                }
+                for c in self.changes
+            ],
+        }
+
     def take_unreported(self) -> str | None:
         """The acks of a re-push not yet written to the decision log (then forgotten)."""
         acks, self._unreported = self._unreported, None

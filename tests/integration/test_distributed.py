@@ -427,6 +427,14 @@ def test_a_killed_engine_s_share_moves_to_the_survivor_within_the_caps(
         assert share == pytest.approx(min(float(r["new_rate"]), 24.0), rel=1e-3)
         assert float(r["new_rate"]) <= 30.0
 
+    summary = json.loads((out / "summary.json").read_text())
+    states = {e["engine"]: e["state"] for e in summary["engines"]}
+    assert states == {survivor.engine: "LIVE", victim.engine: "LOST"}
+    assert [(c["engine"], c["state"]) for c in summary["engine_changes"]] == [
+        (victim.engine, "LOST")
+    ]
+    assert summary["engine_changes"][0]["at_epoch_ms"] == pytest.approx(lost_ms, abs=2000)
+
     jtl = pd.read_csv(out / "results.jtl")
     s_prefix, v_prefix = f"{survivor.remote}-", f"{victim.remote}-"
     # The victim's samples end at the kill; the survivor carries its share afterwards.

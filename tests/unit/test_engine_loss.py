@@ -19,7 +19,7 @@ from loadguard.actuator.engine_health import (
     allocate,
 )
 from loadguard.actuator.engine_info import EngineInfo
-from loadguard.actuator.engines import Engine
+from loadguard.actuator.engines import Engine, PushResult
 from loadguard.actuator.fleet import (
     MAX_PUSH_WORKERS,
     FleetActuator,
@@ -249,8 +249,8 @@ def test_push_splits_over_live_engines_in_samples_per_minute() -> None:
     fleet.close()
 
 
-def test_an_engine_that_stops_answering_has_its_share_moved_in_the_same_push() -> None:
-    clock = Clock()
+def lose_b_by_pushes(clock: Clock) -> tuple[FleetActuator, dict[str, Any], PushResult]:
+    """B stops answering after the first push; the third push (at 5 s) finds it lost."""
     fleet, state = make_fleet(clock)
     fleet.push(20.0)
     state["down"].add(B.name)
@@ -258,12 +258,31 @@ def test_an_engine_that_stops_answering_has_its_share_moved_in_the_same_push() -
     first = fleet.push(22.0)  # one failure: not lost yet
     assert not first.applied
     clock.ms = 5000  # past the EngineSet backoff
-    second = fleet.push(24.0)
+    return fleet, state, fleet.push(24.0)
+
+
+def test_an_engine_that_stops_answering_has_its_share_moved_in_the_same_push() -> None:
+    fleet, state, second = lose_b_by_pushes(Clock())
     assert second.applied
     assert state["props"][A.name] == pytest.approx(24.0 * 60)
     acks = {a.engine: a for a in second.acks}
     assert not acks[B.name].ok
     assert (acks[B.name].error or "").startswith("lost: not answering")
+    fleet.close()
+
+
+def test_summary_lists_each_engine_and_every_loss_in_order() -> None:
+    fleet, _, _ = lose_b_by_pushes(Clock())
+    got = fleet.summary_json()
+    assert got["engines"] == [
+        {"engine": A.name, "weight": 1.0, "state": "LIVE", "final_share_rps": 24.0},
+        {"engine": B.name, "weight": 1.0, "state": "LOST", "final_share_rps": fleet.floor_rps},
+    ]
+    changes = got["engine_changes"]
+    assert isinstance(changes, list) and len(changes) == 1
+    assert changes[0]["engine"] == B.name and changes[0]["state"] == "LOST"
+    assert changes[0]["at_epoch_ms"] == 5000
+    assert str(changes[0]["reason"]).startswith("not answering")
     fleet.close()
 
 
