@@ -80,8 +80,9 @@ def report(
 def compare(runs: tuple[Path, ...], out: Path, names: tuple[str, ...]) -> None:
     """Overlay several runs: rate and p95 on shared axes, summary figures side by side.
 
-    Each RUN is a run directory (decisions.csv, optional summary.json) or a decision log.
-    Time is measured from each run's own first tick, so runs line up at their start.
+    Each RUN is a run directory (decisions.csv, optional summary.json and results.jtl)
+    or a decision log. Time is measured from each run's own first tick, so runs line up
+    at their start. Runs with a JTL get a per-label table of whole-run p95/p99 and errors.
 
     \b
     Example:

@@ -2,6 +2,8 @@
 
 Each run's x is the time since *its own* first tick, so runs started at different wall
 times line up. Both charts share one time unit (seconds, or minutes past 20 minutes).
+Runs with a JTL also get a per-label table: each label's whole-run p95 / p99, error rate
+and sample count per run, exact (the same one-pass digest as ``loadguard report``).
 Files written: ``OUT`` and ``<stem>_rate.png``, ``<stem>_p95.png`` beside it.
 """
 
@@ -20,6 +22,7 @@ from loadguard.report import charts, page, tables
 from loadguard.report.atomic import write_all
 from loadguard.report.decision_frame import load_decisions
 from loadguard.report.downsample import MAX_POINTS, minmax_downsample
+from loadguard.report.jtl_digest import digest_jtl
 from loadguard.report.run_inputs import RunPaths, load_summary, resolve_run
 
 PALETTE = ("#2b5c8a", "#d95f02", "#1b9e77", "#7570b3", "#e7298a", "#66a61e", "#a6761d", "#666")
@@ -89,6 +92,7 @@ def render_compare(
     labels = list(names) if names is not None else run_names(paths)
     frames = [load_decisions(p.decisions) for p in paths]
     summaries = [load_summary(p.summary) if p.summary else None for p in paths]
+    digests = [digest_jtl(p.jtl, fmt=p.jtl_format) if p.jtl else None for p in paths]
     spans = [float(f["epoch_ms"].iloc[-1] - f["epoch_ms"].iloc[0]) for f in frames]
     unit = charts.TimeAxis.for_span(0.0, max(spans))
     rate: list[Series] = []
@@ -123,11 +127,22 @@ def render_compare(
         + page.grid_table(["", *labels], tables.compare_rows(summaries), "compare-table")
         + "</section>"
     ]
+    if any(d is not None for d in digests):
+        sections.append(
+            '<section id="labels-compare"><h2>Per label (whole run)</h2>'
+            "<p>p95 / p99, error rate and samples of each label over the whole run, exact "
+            "(every JTL row); a dash where a run has no JTL or no such label.</p>"
+            + page.grid_table(
+                ["label", *labels], tables.compare_label_rows(digests), "label-compare"
+            )
+            + "</section>"
+        )
     for key, fig in figs.items():
         sections.append(page.figure(key, titles[key][0], charts.svg_text(fig), titles[key][1]))
     meta = [
         f"{escape(n)}: <code>{escape(str(p.decisions))}</code>"
         + ("" if p.summary else " (no summary.json)")
+        + ("" if p.jtl else " (no JTL)")
         for n, p in zip(labels, paths, strict=True)
     ]
     html = page.page(

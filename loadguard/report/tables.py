@@ -229,3 +229,21 @@ def compare_rows(summaries: Sequence[Mapping[str, Any] | None]) -> list[tuple[st
             )
         )
     return rows
+
+
+def compare_label_rows(digests: Sequence[JtlDigest | None]) -> list[tuple[str, list[str]]]:
+    """Per label, one cell per run: ``p95 / p99 ms, errors % (samples)`` over the whole
+    run, exact; a dash where the run has no JTL or never saw the label."""
+
+    def cell(d: LabelDigest | None) -> str:
+        if d is None or d.count == 0:
+            return DASH
+        return (
+            f"{fmt_number(d.hist.quantile(0.95))} / {fmt_number(d.hist.quantile(0.99))} ms, "
+            f"{fmt_number(d.error_rate, percent=True)} ({fmt_number(d.count)})"
+        )
+
+    names = sorted({n for d in digests if d is not None for n in d.labels})
+    rows = [(n, [cell(None if d is None else d.labels.get(n)) for d in digests]) for n in names]
+    rows.append(("(all labels)", [cell(None if d is None else d.overall) for d in digests]))
+    return rows

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 
@@ -16,6 +17,7 @@ from loadguard.cli import cli
 from loadguard.decisions import DecisionLogWriter
 from loadguard.errors import ReportError
 from loadguard.report import render_compare, render_report, resolve_run
+from loadguard.report.tables import DASH, fmt_number
 from loadguard.summary import RunAccumulator, SummaryBuilder, write_json_atomic
 from tests.unit.test_decision_log import make_row
 
@@ -220,6 +222,29 @@ def test_compare_overlays_runs_and_tables_their_summaries(tmp_path: Path) -> Non
     for key in ("rate", "p95"):
         assert (tmp_path / f"cmp_{key}.png").read_bytes().startswith(PNG_MAGIC)
     assert external_refs(html) == []
+
+
+def test_compare_tables_each_label_per_run_exactly(tmp_path: Path) -> None:
+    a = make_run(tmp_path / "a", ticks=20, seed=1)
+    b = make_run(tmp_path / "b", ticks=10, seed=2)
+    write_jtl(
+        b / "results.jtl", [(1_796_000_000_000 + i, 10 + i, "/only-b", True) for i in range(9)]
+    )
+    c = make_run(tmp_path / "c", ticks=6)
+    (c / "results.jtl").unlink()
+    html = render_compare([a, b, c], tmp_path / "cmp.html").read_text()
+    table = html.split('id="label-compare"')[1].split("<tbody>")[1].split("</table>")[0]
+    cells = dict(re.findall(r"<tr><th>([^<]*)</th>(.*?)</tr>", table))
+    assert list(cells) == ["/a", "/b", "/only-b", "(all labels)"]
+    df = pd.read_csv(a / "results.jtl")
+    one = df[df["label"] == "/a"]["elapsed"]
+    p95, p99 = np.quantile(one, 0.95), np.quantile(one, 0.99)
+    first = re.findall(r"<td>([^<]*)</td>", cells["/a"])
+    assert first[0].startswith(f"{fmt_number(float(p95))} / {fmt_number(float(p99))} ms, ")
+    assert first[0].endswith(f"({len(one):,})")
+    assert first[1:] == [DASH, DASH]  # b has no /a, c has no JTL
+    assert re.findall(r"<td>([^<]*)</td>", cells["/only-b"])[1].endswith("(9)")
+    assert "(no JTL)" in html
 
 
 def test_compare_names_duplicate_dirs_apart(tmp_path: Path) -> None:
