@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -143,12 +142,6 @@ def metrics(
     slack_ms = parse_duration_ms(reorder_slack, "--reorder-slack", minimum_ms=0)
     if not jtl.exists():
         raise JtlError(f"no such JTL: {jtl}")
-    for option, pattern in (("--labels", labels), ("--exclude-labels", exclude_labels)):
-        if pattern is not None:
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise UsageError(f"{option}: bad regular expression ({exc})") from exc
     fmt = build_format(jtl_columns, jmeter_properties, overrides)
     with JtlFollower(
         jtl, fmt=fmt, transactions=transactions, labels=labels, exclude_labels=exclude_labels

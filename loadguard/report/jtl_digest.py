@@ -179,10 +179,14 @@ def digest_jtl(
     ``fmt`` describes a CSV written without a header line, or with another delimiter or
     a date timestamp format; a comma-separated CSV with a header, or XML, needs none.
     """
+    digest = JtlDigest(path=path)
+    seconds = _Seconds()
     if _is_headed_csv(path) and (fmt is None or fmt.timestamp_format == "ms"):
-        digest = _digest_frames(path, chunk_rows, max_labels)
+        _digest_frames(digest, seconds, chunk_rows, max_labels)
     else:
-        digest = _digest_samples(path, fmt or JtlFormat(), max_labels)
+        _digest_samples(digest, seconds, fmt or JtlFormat(), max_labels)
+    if (frame := seconds.frame()) is not None:
+        digest.per_second = frame
     if digest.overall.count == 0:
         hint = ""
         if digest.malformed_rows and digest.source == "csv":
@@ -194,10 +198,9 @@ def digest_jtl(
     return digest
 
 
-def _digest_samples(path: Path, fmt: JtlFormat, max_labels: int) -> JtlDigest:
+def _digest_samples(digest: JtlDigest, seconds: _Seconds, fmt: JtlFormat, max_labels: int) -> None:
     """The follower path: XML, headerless or non-comma CSV."""
-    digest = JtlDigest(path=path)
-    seconds = _Seconds()
+    path = digest.path
     try:
         with JtlFollower(path, fmt=fmt) as follower:
             for batch in follower.batches():
@@ -212,16 +215,11 @@ def _digest_samples(path: Path, fmt: JtlFormat, max_labels: int) -> JtlDigest:
     digest.rows = status.records
     digest.malformed_rows = status.malformed_rows
     digest.skipped_rows = status.skipped_transactions + status.skipped_subresults
-    if (frame := seconds.frame()) is not None:
-        digest.per_second = frame
-    return digest
 
 
-def _digest_frames(path: Path, chunk_rows: int, max_labels: int) -> JtlDigest:
+def _digest_frames(digest: JtlDigest, seconds: _Seconds, chunk_rows: int, max_labels: int) -> None:
     """The fast path: a CSV with a header, four columns read by pandas in chunks."""
-    digest = JtlDigest(path=path)
-    seconds = _Seconds()
-    for chunk in _chunks(path, chunk_rows):
+    for chunk in _chunks(digest.path, chunk_rows):
         digest.rows += len(chunk)
         start = _numbers(chunk["timeStamp"])
         elapsed = _numbers(chunk["elapsed"])
@@ -232,9 +230,6 @@ def _digest_frames(path: Path, chunk_rows: int, max_labels: int) -> JtlDigest:
             digest, seconds, start[good].astype(np.int64), elapsed[good].astype(np.int64),
             ok_all[good], chunk["label"].to_numpy(object)[good], max_labels,
         )  # fmt: skip
-    if (frame := seconds.frame()) is not None:
-        digest.per_second = frame
-    return digest
 
 
 def _numbers(column: pd.Series) -> npt.NDArray[np.float64]:

@@ -8,6 +8,7 @@ another exception. Every row that comes out is a consistent ``SampleBatch``.
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -51,22 +52,27 @@ def _check(parts: list[RawRows]) -> int:
     return total
 
 
-def _csv(chunks: list[bytes]) -> int:
-    dec = CsvStreamDecoder(JtlFormat(), BadRowLog(keep=5), chunk_bytes=4096)
+def _decode(dec: CsvStreamDecoder | XmlStreamDecoder, chunks: list[bytes]) -> int:
     parts: list[RawRows] = []
     for c in chunks:
         parts += dec.feed(c)
     parts += dec.finish()
     return _check(parts)
+
+
+def _csv(chunks: list[bytes]) -> int:
+    return _decode(CsvStreamDecoder(JtlFormat(), BadRowLog(keep=5), chunk_bytes=4096), chunks)
 
 
 def _xml(chunks: list[bytes]) -> int:
-    dec = XmlStreamDecoder(BadRowLog(keep=5), timestamp_format="ms", tz=None)
-    parts: list[RawRows] = []
-    for c in chunks:
-        parts += dec.feed(c)
-    parts += dec.finish()
-    return _check(parts)
+    return _decode(XmlStreamDecoder(BadRowLog(keep=5), timestamp_format="ms", tz=None), chunks)
+
+
+#: corpus folder -> (decode, mutation tokens)
+DECODERS: dict[str, tuple[Callable[[list[bytes]], int], list[bytes]]] = {
+    "jtl_csv": (_csv, CSV_TOKENS),
+    "jtl_xml": (_xml, XML_TOKENS),
+}
 
 
 @pytest.mark.parametrize("seed", seeds("jtl_csv"), ids=seed_ids("jtl_csv"))
@@ -79,20 +85,14 @@ def test_xml_corpus_replays(seed: bytes) -> None:
     ours_or_ok(lambda: _xml([seed]))
 
 
+@pytest.mark.parametrize("corpus", list(DECODERS), ids=["csv", "xml"])
 @budget
 @given(st.data())
-def test_csv_decoder_returns_rows_or_raises_ours(data: st.DataObject) -> None:
-    raw = data.draw(mutated(seeds("jtl_csv"), CSV_TOKENS))
+def test_decoder_returns_rows_or_raises_ours(corpus: str, data: st.DataObject) -> None:
+    decode, tokens = DECODERS[corpus]
+    raw = data.draw(mutated(seeds(corpus), tokens))
     chunks = data.draw(splits(raw))
-    ours_or_ok(lambda: _csv(chunks))
-
-
-@budget
-@given(st.data())
-def test_xml_decoder_returns_rows_or_raises_ours(data: st.DataObject) -> None:
-    raw = data.draw(mutated(seeds("jtl_xml"), XML_TOKENS))
-    chunks = data.draw(splits(raw))
-    ours_or_ok(lambda: _xml(chunks))
+    ours_or_ok(lambda: decode(chunks))
 
 
 @budget
