@@ -79,9 +79,19 @@ class XmlStreamDecoder:
         blocks: list[bytes] = []
         buf = self._buf
         pos = 0
+        # The first document end at or after a position, searched again only once that
+        # position has passed it: one scan of the buffer, not one per element.
+        doc_end_seen = _DOC_END.search(buf)
+
+        def doc_end_from(at: int) -> re.Match[bytes] | None:
+            nonlocal doc_end_seen
+            if doc_end_seen is not None and doc_end_seen.start() < at:
+                doc_end_seen = _DOC_END.search(buf, at)
+            return doc_end_seen
+
         while True:
             m = _TOP_START.search(buf, pos)
-            doc_end = _DOC_END.search(buf, pos)
+            doc_end = doc_end_from(pos)
             found = [x.start() for x in (m, doc_end) if x is not None]
             limit = min(found) if found else len(buf)
             gap = buf[pos:limit]
@@ -96,7 +106,7 @@ class XmlStreamDecoder:
                 pos = limit
                 break
             start = m.start()
-            following = (_TOP_START.search(buf, m.end()), _DOC_END.search(buf, m.end()))
+            following = (_TOP_START.search(buf, m.end()), doc_end_from(m.end()))
             nxt = [x.start() for x in following if x is not None]
             bound = min(nxt) if nxt else None
             nl = buf.find(b"\n", start)
