@@ -16,18 +16,23 @@ is really running); the policy decides from it. After a failed push (or an initi
 that never landed) ``rate_confirmed`` is false and the next decision is pushed even if it
 leaves the rate unchanged, so the rate is re-asserted as soon as the port comes back and
 every row logged meanwhile says ``applied=false``.
+
+Clocks (``loadguard.clock``): the window's edge and the log's timestamps are wall-clock
+epoch ms, as JMeter's rows are; the tick schedule, ``--duration`` and idle exit run on the
+monotonic clock, and every observation carries both, so a stepped system clock neither
+sleeps for the step nor ends the run early.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from loadguard.actuator.engines import Actuator, PushResult
+from loadguard.clock import Clock, Staleness, WallClock
 from loadguard.decisions import DecisionLogWriter, DecisionRow
 from loadguard.jtl.sample import SampleBatch
 from loadguard.observation import Action, Observation
@@ -37,21 +42,6 @@ from loadguard.summary import RunAccumulator, Summary, SummaryBuilder
 from loadguard.window import Window
 
 log = logging.getLogger(__name__)
-
-
-class Clock(Protocol):
-    def now_ms(self) -> int: ...
-
-    def wait_ms(self, ms: int, stop: threading.Event) -> None: ...
-
-
-class WallClock:
-    def now_ms(self) -> int:
-        return int(time.time() * 1000)
-
-    def wait_ms(self, ms: int, stop: threading.Event) -> None:
-        if ms > 0:
-            stop.wait(ms / 1000.0)
 
 
 class SampleSource(Protocol):
@@ -181,9 +171,11 @@ class ControlLoop:
         # False until the engines acknowledge ``applied_rate`` (and again after a failed
         # push): the rate is then pushed every tick, even a HOLD, until it is confirmed.
         self.rate_confirmed = False
+        # Monotonic ms (``clock.mono_ms``): when the loop started / last read new rows.
         self.started_ms = 0
         self.last_sample_ms: int | None = None
         self.last_growth_ms = 0
+        self.staleness = Staleness()
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -197,7 +189,7 @@ class ControlLoop:
 
         ``preset``: the engine was started with ``initial_rate`` already set (``run``
         passes it as a -J property), so nothing is read or pushed."""
-        self.started_ms = self.clock.now_ms()
+        self.started_ms = self.clock.mono_ms()
         self.last_growth_ms = self.started_ms
         if preset:
             self.applied_rate = initial_rate
@@ -218,14 +210,16 @@ class ControlLoop:
     # -- one tick ----------------------------------------------------------------
 
     def tick(self) -> TickResult:
-        now = self.clock.now_ms()
         batch = self.source.poll()
+        now, mono = self.clock.now_ms(), self.clock.mono_ms()
         if len(batch):
             self.window.add(batch)
             self.run_acc.add(batch)
-            self.last_growth_ms = now
+            self.last_growth_ms = mono
         stats = self.window.stats(now)
         obs = self.evaluator.evaluate(stats, now, self.applied_rate)
+        staleness = self.staleness.update(obs.staleness_ms, len(batch) > 0, mono)
+        obs = replace(obs, mono_ms=mono, staleness_ms=staleness)
         decision = self.policy.decide(obs, self.applied_rate)
         push = self._actuate(decision)
         tick_no = self.writer.next_tick()
@@ -257,6 +251,7 @@ class ControlLoop:
     # -- the loop ----------------------------------------------------------------
 
     def _check_end(self, now: int) -> None:
+        """``now``: monotonic ms."""
         s = self.settings
         if s.max_duration_ms is not None and now - self.started_ms >= s.max_duration_ms:
             self.request_stop("duration")
@@ -283,15 +278,15 @@ class ControlLoop:
         stops JMeter there, so samples still in flight are counted in the summary)."""
         self.start(initial_rate, preset)
         ticks = 0
-        next_tick = self.clock.now_ms() + self.settings.tick_ms
+        next_tick = self.clock.mono_ms() + self.settings.tick_ms
         while not self.stop_event.is_set():
-            self.clock.wait_ms(next_tick - self.clock.now_ms(), self.stop_event)
+            self.clock.wait_ms(next_tick - self.clock.mono_ms(), self.stop_event)
             if self.stop_event.is_set():
                 break
             self.tick()
             ticks += 1
             next_tick += self.settings.tick_ms
-            now = self.clock.now_ms()
+            now = self.clock.mono_ms()
             if next_tick < now:  # a slow tick: skip missed slots, never bunch up
                 next_tick = now + self.settings.tick_ms
             self._check_end(now)

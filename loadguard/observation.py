@@ -43,6 +43,11 @@ class Observation:
     ``pressure`` is the largest ``value / threshold`` over every SLO judged in this window
     (overall and per label; 1.0 is exactly on a threshold), ``None`` for NO_DATA. Policies
     that steer toward a setpoint below the SLO read it.
+
+    ``now_ms`` is wall-clock epoch ms (the window's edge, the log's timestamp);
+    ``mono_ms`` is the same tick on the loop's monotonic clock (``None`` where the two
+    cannot differ: the simulator, replays). Policies time their timers on ``timer_ms``,
+    so a wall-clock step never stretches or skips a settling, probe or auto-stop wait.
     """
 
     now_ms: int
@@ -53,6 +58,12 @@ class Observation:
     staleness_ms: int | None
     commanded_rps: float
     pressure: float | None = None
+    mono_ms: int | None = None
+
+    @property
+    def timer_ms(self) -> int:
+        """The tick's time for measuring elapsed time: monotonic when known."""
+        return self.now_ms if self.mono_ms is None else self.mono_ms
 
     @property
     def offered_rps(self) -> float:
