@@ -128,7 +128,7 @@ class GradientPolicy:
                 # of 100 % errors (no safe rate known yet) halves the rate, not -10 %.
                 severe = rate * math.exp(self._breach_step(pressure)) if breach else rate
                 new = min(rate * self.breach_min_cut, severe, max(target, rate * self.max_down))
-                self._hot, self._hot_ms = rate, obs.now_ms
+                self._hot, self._hot_ms = rate, obs.timer_ms
                 return decide(obs, rate, new, reason, phase="ramp", pressure=pressure)
             if pressure < setpoint or not enough:
                 if obs.zone is Zone.SAFE and pressure > 0 and enough:
@@ -143,7 +143,7 @@ class GradientPolicy:
         if breach:
             step = self._breach_step(pressure)
             self._ups = 0
-            self._hot, self._hot_ms = rate, obs.now_ms
+            self._hot, self._hot_ms = rate, obs.timer_ms
             self.last_error = error
             return decide(
                 obs, rate, rate * math.exp(step), reason,
@@ -151,8 +151,8 @@ class GradientPolicy:
             )  # fmt: skip
         # Average the error over the (overlapping) windows seen at this rate, weighting
         # each tick by the share of a window it adds; act once the mean is clear of noise.
-        weight = 1.0 if self._prev_ms is None else (obs.now_ms - self._prev_ms) / self.window_ms
-        self._prev_ms = obs.now_ms
+        weight = 1.0 if self._prev_ms is None else (obs.timer_ms - self._prev_ms) / self.window_ms
+        self._prev_ms = obs.timer_ms
         self._sum_e += min(weight, 1.0) * error
         self._sum_w += min(weight, 1.0)
         mean_error = self._sum_e / self._sum_w
@@ -167,10 +167,10 @@ class GradientPolicy:
             # Consecutive rises far below the setpoint grow (re-ramp after a drop).
             step = min(math.log(self.max_up), step * (1.0 + self.momentum * self._ups))
             self._ups += 1
-            step = self._below_hot(obs.now_ms, rate, step)
+            step = self._below_hot(obs.timer_ms, rate, step)
         else:
             self._ups = 0
-            self._hot, self._hot_ms = rate, obs.now_ms
+            self._hot, self._hot_ms = rate, obs.timer_ms
         self.last_error = mean_error
         return decide(
             obs, rate, rate * math.exp(step), reason,

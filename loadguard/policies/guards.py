@@ -7,7 +7,9 @@ order ``build_policy`` uses, outermost first, is
              > StepLimit > policy
 
 Guards see the rate actually in force (the ``rate`` argument), never a policy's wish, so an
-override never leaves a policy's state out of step with reality.
+override never leaves a policy's state out of step with reality. Their timers (and the
+policies') measure elapsed time on ``Observation.timer_ms``, the loop's monotonic clock,
+so a wall-clock step neither stretches nor skips a wait.
 
 Settling (the one that matters for control). A rate pushed at :math:`t_c` takes effect
 after the actuation lag L, and the window of length W keyed on completion time holds only
@@ -149,15 +151,15 @@ class Settling:
             self._rate = rate  # the start rate: in force from the first sample on
         elif not math.isclose(rate, self._rate, rel_tol=1e-9):
             # The change was pushed right after the previous tick's decision.
-            self._changed_at = self._prev_now if self._prev_now is not None else obs.now_ms
+            self._changed_at = self._prev_now if self._prev_now is not None else obs.timer_ms
             self._went_up = rate > self._rate
             self._rate = rate
             self._change_pressure = self._prev_pressure
-        self._prev_now = obs.now_ms
+        self._prev_now = obs.timer_ms
         self._prev_pressure = obs.pressure or 0.0
         if self._changed_at is None:
             return self.inner.decide(obs, rate)
-        since = obs.now_ms - self._changed_at
+        since = obs.timer_ms - self._changed_at
         # A sample in the window (now - W, now] started after now - W - max elapsed; wait
         # until that is after the change took effect (bounded by backlog_max_ms).
         backlog = min(float(self.backlog_max_ms), obs.stats.overall.max_ms or 0.0)
@@ -213,10 +215,10 @@ class StaleHold:
 
     def decide(self, obs: Observation, rate: float) -> Decision:
         if self._first_now is None:
-            self._first_now = obs.now_ms
+            self._first_now = obs.timer_ms
         staleness = obs.staleness_ms
         if staleness is None:  # nothing seen since the start
-            staleness = max(0, obs.now_ms - self._first_now - self.startup_grace_ms)
+            staleness = max(0, obs.timer_ms - self._first_now - self.startup_grace_ms)
         if staleness <= self.stale_ms:
             return self.inner.decide(obs, rate)
         if staleness <= self.stale_ms + self.floor_after_ms or rate <= self.floor_rate:
@@ -241,8 +243,8 @@ class GeneratorLimited:
     def decide(self, obs: Observation, rate: float) -> Decision:
         d = self.inner.decide(obs, rate)
         if self._first_ms is None:
-            self._first_ms = obs.now_ms
-        if d.action is not Action.INCREASE or obs.now_ms - self._first_ms < obs.stats.window_ms:
+            self._first_ms = obs.timer_ms
+        if d.action is not Action.INCREASE or obs.timer_ms - self._first_ms < obs.stats.window_ms:
             return d  # (the first window is partial: its rate says nothing)
         # Poisson slack: a window expecting n samples scatters by sqrt(n).
         expected = rate * obs.stats.window_ms / 1000.0
@@ -292,8 +294,8 @@ class AutoStop:
             self._since = None
             return d
         if self._since is None:
-            self._since = obs.now_ms
-        lasted = obs.now_ms - self._since
+            self._since = obs.timer_ms
+        lasted = obs.timer_ms - self._since
         if lasted >= self.windows * self.window_ms:
             return Decision(
                 Action.STOP, rate, rate, obs.zone, "auto_stop", obs,

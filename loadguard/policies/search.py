@@ -80,9 +80,12 @@ class SearchPolicy:
             return hold(obs, rate, "no_data", **self._detail())
         if obs.zone is Zone.BREACH:
             return self._breaching(obs, rate)
-        if self._last_judged_ms is not None and obs.now_ms - self._last_judged_ms < self.window_ms:
+        if (
+            self._last_judged_ms is not None
+            and obs.timer_ms - self._last_judged_ms < self.window_ms
+        ):
             return hold(obs, rate, "observing", **self._detail())
-        self._last_judged_ms = obs.now_ms
+        self._last_judged_ms = obs.timer_ms
         self._judged += 1
         self._worst_p95 = max(self._worst_p95, obs.stats.overall.p95_ms or 0.0)
         if self._judged < self.windows:
@@ -106,8 +109,8 @@ class SearchPolicy:
             return self._next_bisect(obs, rate)
         # hold: at lo; probe now and then.
         if self._holding_since is None:
-            self._holding_since = obs.now_ms
-        if obs.now_ms - self._holding_since >= self.probe_every_ms:
+            self._holding_since = obs.timer_ms
+        if obs.timer_ms - self._holding_since >= self.probe_every_ms:
             self._holding_since = None
             return self._move(obs, rate, rate * (1.0 + self.tolerance), "probe")
         if not math.isclose(rate, self.lo or rate, rel_tol=1e-9):
@@ -131,7 +134,7 @@ class SearchPolicy:
             return self._move(obs, rate, rate * self.ramp_factor, reason)
         if self.hi / self.lo - 1.0 <= self.tolerance:
             self.phase = "hold"
-            self._holding_since = obs.now_ms
+            self._holding_since = obs.timer_ms
             if math.isclose(rate, self.lo, rel_tol=1e-9):
                 return hold(obs, rate, "hold", **self._detail())
             return self._move(obs, rate, self.lo, "hold" if reason == "safe" else reason)

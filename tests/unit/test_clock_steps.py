@@ -137,3 +137,18 @@ def test_staleness_is_carried_on_the_monotonic_clock() -> None:
     assert s.update(HOUR_MS, True, 3000) == 2300  # old rows only: never fresher than carried
     assert s.update(-HOUR_MS, True, 4000) == 0  # a backward step with new rows: fresh
     assert s.update(-HOUR_MS + 1000, False, 5000) == 1000  # then it ages normally
+
+
+@pytest.mark.parametrize("policy", ["gradient", "search", "aimd", "threezone"])
+@pytest.mark.parametrize("step_ms", [HOUR_MS, -HOUR_MS])
+def test_policy_timers_run_through_a_wall_clock_step(
+    tmp_path: Path, policy: str, step_ms: int
+) -> None:
+    # Stepped mid-ramp (at 10.5 s, while settling): the run decides as if it never stepped.
+    # (A settling timer on the wall clock held a backward step's rate for the hour.)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    smooth = run_loop(tmp_path / "a", SteppingClock(step_at=10_500, step_ms=0), policy)
+    stepped = run_loop(tmp_path / "b", SteppingClock(step_at=10_500, step_ms=step_ms), policy)
+    assert [r["new_rate"] for r in stepped] == [r["new_rate"] for r in smooth]
+    assert float(stepped[-1]["new_rate"]) > 2 * float(stepped[10]["new_rate"])
