@@ -3,14 +3,23 @@
 The library raises these; ``loadguard.cli`` turns them into a one-line message and an
 exit code. Anything else escaping the library is a bug.
 
-Exit codes (a public contract, see docs/cli.md):
+Exit codes (a public contract, see docs/decision-log.md):
 
 * 1 -- the SLO verdict failed (not an error: raised by nobody here, returned by commands);
 * 2 -- bad usage or bad input (``UsageError`` and every input error);
-* 3 -- JMeter or an engine failed (``EngineError`` and its children).
+* 3 -- JMeter or an engine failed (``EngineError`` and its children);
+* 4 -- an internal error: any other exception (a bug). The CLI prints one line,
+  ``internal error: <type>: <message>`` (``--debug`` adds the traceback); ``run`` and
+  ``attach`` still write the summary and the decision log first;
+* 130 -- interrupted (Ctrl-C) outside a run's control loop.
 """
 
 from __future__ import annotations
+
+#: Exit code of an unexpected exception (not a ``LoadGuardError``): a bug, not a verdict.
+INTERNAL_ERROR_EXIT = 4
+#: Exit code of a Ctrl-C that reaches the CLI (128 + SIGINT, as shells report it).
+INTERRUPTED_EXIT = 130
 
 
 class LoadGuardError(Exception):

@@ -3,17 +3,21 @@
 Each command group lives in its own module under ``loadguard.cli`` and only parses,
 wires and prints; the work is done by the library. ``main`` maps every
 ``LoadGuardError`` to ``error: <one line>`` and its exit code, so no traceback reaches
-a user for bad input.
+a user for bad input. Any other exception is a bug: one line, ``internal error: <type>:
+<message>``, and exit 4 (never 1, which pipelines read as "SLO failed"); ``--debug`` (or
+``LOADGUARD_DEBUG=1``) prints its traceback too. A Ctrl-C that reaches here exits 130
+quietly.
 """
 
 from __future__ import annotations
 
 import sys
+import traceback
 
 import click
 
 from loadguard import __version__
-from loadguard.errors import LoadGuardError
+from loadguard.errors import INTERNAL_ERROR_EXIT, INTERRUPTED_EXIT, LoadGuardError
 
 
 class LoadGuardGroup(click.Group):
@@ -31,11 +35,31 @@ class LoadGuardGroup(click.Group):
             hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
             click.echo(f"error: {message}{hint}", err=True)
             sys.exit(2)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise  # click's own control flow (--help, --version, ctx.exit)
+        except KeyboardInterrupt:
+            sys.exit(INTERRUPTED_EXIT)
+        except BrokenPipeError:
+            raise  # ``loadguard report ... | head``: click ends quietly
+        except Exception as exc:
+            debug = bool(ctx.params.get("debug"))
+            if debug:
+                traceback.print_exception(exc, file=sys.stderr)
+            message = " ".join(str(exc).split()) or "(no message)"
+            hint = "" if debug else " (--debug shows the traceback)"
+            click.echo(f"internal error: {type(exc).__name__}: {message}{hint}", err=True)
+            sys.exit(INTERNAL_ERROR_EXIT)
 
 
 @click.group(cls=LoadGuardGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="loadguard")
-def cli() -> None:
+@click.option(
+    "--debug",
+    is_flag=True,
+    envvar="LOADGUARD_DEBUG",
+    help="On an internal error, print the traceback too (env LOADGUARD_DEBUG=1).",
+)
+def cli(debug: bool) -> None:
     """SLO-aware closed-loop load control for Apache JMeter.
 
     LoadGuard tails the JTL a running JMeter writes, computes rolling p95/p99 and error
@@ -46,6 +70,7 @@ def cli() -> None:
     Example:
       loadguard jmeter install
       loadguard run plan.jmx --p95 300ms --error-rate 1% --out results/
+      loadguard --debug report results/run1
     """
 
 
