@@ -35,7 +35,7 @@ from loadguard.actuator.fleet import (
 )
 from loadguard.console import ConsoleReporter
 from loadguard.decisions import DecisionLogWriter, check_writable
-from loadguard.errors import DecisionLogError, EngineError
+from loadguard.errors import INTERNAL_ERROR_EXIT, DecisionLogError, EngineError
 from loadguard.jmeter.bsh_loopback import write_loopback_server_file
 from loadguard.jmeter.home import JMeterHome
 from loadguard.jmeter.launch import JMeterProcess, LaunchSpec, free_tcp_pair, free_udp_port
@@ -149,6 +149,11 @@ def drive(
 ) -> LoopOutcome:
     """Run the loop to its end and write the summary (and JUnit) whatever the ending.
 
+    A bug inside the loop (any exception that is not a ``LoadGuardError``) ends it with
+    stop reason ``internal_error``: the generator is stopped (``on_end``), what it wrote
+    last is drained, the decision log is closed and the summary written, and then the
+    exception is raised again for the CLI to report (exit 4).
+
     ``stop_requested``: set by a signal that arrived before the loop existed (``run``
     installs its handler before starting JMeter); the loop then ends at once."""
     preflight(cfg.paths)
@@ -168,7 +173,7 @@ def drive(
         min_capacity=cfg.min_capacity,
     )
     outcome: LoopOutcome | None = None
-    failure: DecisionLogError | None = None
+    failure: Exception | None = None
     with (
         DecisionLogWriter(cfg.paths.decisions) as writer,
         ConsoleReporter(quiet=cfg.quiet, verbose=cfg.verbose) as console,
@@ -202,9 +207,18 @@ def drive(
                 failure = exc
                 reason = "decision_log_failed"
                 outcome = LoopOutcome(summary.build(loop.run_acc, reason), reason, 3)
+            except Exception as exc:  # a bug: account for the run, then report it
+                failure = exc  # (the CLI prints it as one line; no log line here)
+                _wind_down(loop, source, on_end)
+                reason = "internal_error"
+                outcome = LoopOutcome(
+                    summary.build(loop.run_acc, reason), reason, INTERNAL_ERROR_EXIT
+                )
         if isinstance(actuator, EngineSet):
             actuator.close()
     data = outcome.summary.to_json()
+    if outcome.stop_reason == "internal_error" and failure is not None:
+        data["internal_error"] = f"{type(failure).__name__}: {' '.join(str(failure).split())}"
     if isinstance(actuator, FleetActuator):
         data.update(actuator.summary_json())  # engines and their losses / returns
     write_json_atomic(cfg.paths.summary, data)
@@ -213,6 +227,20 @@ def drive(
     if failure is not None:
         raise failure
     return outcome
+
+
+def _wind_down(loop: ControlLoop, source: SampleSource, on_end: Callable[[], None] | None) -> None:
+    """After a bug in the loop: stop the generator and drain its last rows, as the loop's
+    own ending does; either may fail too without losing the summary."""
+    try:
+        if on_end is not None:
+            on_end()
+    except Exception:
+        log.exception("stopping the load generator failed")
+    try:
+        loop.run_acc.add(source.poll())
+    except Exception:
+        log.exception("reading the last samples failed")
 
 
 def attach(cfg: SidecarConfig) -> LoopOutcome:
