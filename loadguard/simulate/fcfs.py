@@ -24,12 +24,32 @@ Capacity change (``set_servers``): adding servers makes them free at once. Remov
 servers retires the k that become free first: work in progress completes, and the first
 servers to finish leave instead of taking the next request. Requests already offered keep
 the times they were given (the change affects requests offered after it).
+
+Plant features (the controller's plant suite, ``offer_full``):
+
+* **Metastable cliff** (``Metastable(B, s, b)``): once an arrival finds at least B
+  requests waiting, every request accepted from then on takes s times its drawn service
+  time, until an arrival finds at most b waiting. With s-fold slower service the capacity
+  is c/(s E[S]), so the queue drains -- and the service recovers -- only once the offered
+  rate falls below that, far under the knee (a retry storm, a thrashing cache or GC).
+* **Hang outage** (``pause(t0, t1)``): the servers do nothing in [t0, t1): a server idle
+  at t0 is next free at t1, a busy one finishes t1 - t0 later. Requests arriving in the
+  outage wait (they hang) and are served after it. Requests already offered keep their
+  times (a request in service at t0 is not stretched).
+* **Generator threads** (``generator_threads=N``): the load generator has N threads and a
+  request holds one from its send to its response. A request scheduled at a while every
+  thread is busy is sent when the first thread frees, :math:`sent = \max(a, \min G)`,
+  with G the threads' next-free times (so the JTL time stamp is the send, and the
+  delay is invisible in the elapsed time: coordinated omission). Since min G never
+  decreases, the send times stay sorted. Throughput is then bounded by Little's law,
+  :math:`X \le N / \bar T`.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections import deque
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -40,18 +60,56 @@ F64 = npt.NDArray[np.float64]
 BOOL = npt.NDArray[np.bool_]
 
 
+@dataclass(frozen=True, slots=True)
+class Metastable:
+    """A backlog of ``enter_waiting`` makes service ``factor`` times slower until an
+    arrival finds at most ``exit_waiting`` waiting."""
+
+    enter_waiting: int
+    factor: float
+    exit_waiting: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.exit_waiting < self.enter_waiting or not self.factor >= 1:
+            raise SimulationError("metastable needs 0 <= exit < enter waiting and factor >= 1")
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """What ``offer_full`` gives each request: send, service start and end, rejection."""
+
+    sent: F64
+    start: F64
+    end: F64
+    rejected: BOOL
+
+
 class FcfsQueue:
     """FCFS queue with ``servers`` parallel servers and at most ``queue_capacity`` waiting."""
 
-    def __init__(self, servers: int, queue_capacity: int) -> None:
+    def __init__(
+        self,
+        servers: int,
+        queue_capacity: int,
+        *,
+        metastable: Metastable | None = None,
+        generator_threads: int | None = None,
+    ) -> None:
         if servers < 1:
             raise SimulationError(f"servers must be >= 1, got {servers}")
         if queue_capacity < 0:
             raise SimulationError(f"queue capacity must be >= 0, got {queue_capacity}")
+        if generator_threads is not None and generator_threads < 1:
+            raise SimulationError(f"generator threads must be >= 1, got {generator_threads}")
         self._free: list[float] = [-np.inf] * servers  # heap of next-free times
         self._capacity = queue_capacity
         self._waiting: deque[float] = deque()  # start times of accepted, not yet started
         self._last_arrival = -np.inf
+        self.metastable = metastable
+        self.slow = False  # the metastable plant is in its slow state
+        self._threads: list[float] | None = (
+            None if generator_threads is None else [-np.inf] * generator_threads
+        )
 
     @property
     def servers(self) -> int:
@@ -83,11 +141,87 @@ class FcfsQueue:
             for _ in range(current - servers):
                 heapq.heappop(self._free)
 
+    def pause(self, t_from: float, t_to: float) -> None:
+        """A hang outage: no server works in ``[t_from, t_to)`` (see the module doc)."""
+        if t_to < t_from:
+            raise SimulationError("an outage must end after it starts")
+        gap = t_to - t_from
+        self._free = [t_to if f <= t_from else f + gap for f in self._free]
+        heapq.heapify(self._free)
+
+    def offer_full(self, arrival_s: F64, service_s: F64) -> Served:
+        """``offer`` with the send times; the only path with metastable service and
+        generator threads."""
+        if self.metastable is None and self._threads is None:
+            t_start, t_end, t_rej = self.offer(arrival_s, service_s)
+            return Served(np.asarray(arrival_s, np.float64), t_start, t_end, t_rej)
+        arrivals = np.asarray(arrival_s, dtype=np.float64)
+        services = np.asarray(service_s, dtype=np.float64)
+        n = len(arrivals)
+        self._check(arrivals, services)
+        free, waiting, threads, meta = self._free, self._waiting, self._threads, self.metastable
+        sent = [0.0] * n
+        start = [0.0] * n
+        end = [0.0] * n
+        rejected = np.zeros(n, np.bool_)
+        a_list = arrivals.tolist()
+        s_list = services.tolist()
+        for i in range(n):
+            a = a_list[i]
+            if threads is not None and threads[0] > a:
+                a = threads[0]  # every generator thread is busy: sent when one frees
+            sent[i] = a
+            while waiting and waiting[0] <= a:
+                waiting.popleft()
+            found = len(waiting)
+            f = free[0]
+            if f <= a:
+                st = a
+            elif found >= self._capacity:
+                start[i] = end[i] = a
+                rejected[i] = True
+                if threads is not None:
+                    heapq.heapreplace(threads, a)
+                continue
+            else:
+                st = f
+                waiting.append(st)
+            s = s_list[i]
+            if meta is not None:
+                if self.slow and found <= meta.exit_waiting:
+                    self.slow = False
+                elif not self.slow and found >= meta.enter_waiting:
+                    self.slow = True
+                if self.slow:
+                    s *= meta.factor
+            e = st + s
+            heapq.heapreplace(free, e)
+            if threads is not None:
+                heapq.heapreplace(threads, e)
+            start[i], end[i] = st, e
+        if n:
+            self._last_arrival = a_list[-1]
+        return Served(np.array(sent), np.array(start), np.array(end), rejected)
+
+    def _check(self, arrivals: F64, services: F64) -> None:
+        n = len(arrivals)
+        if len(services) != n:
+            raise SimulationError("arrival_s and service_s must have the same length")
+        if n == 0:
+            return
+        if arrivals[0] < self._last_arrival or (n > 1 and bool(np.any(np.diff(arrivals) < 0))):
+            raise SimulationError("arrivals must be sorted ascending across calls")
+        if bool(np.any(services < 0)):
+            raise SimulationError("service times must be >= 0")
+
     def offer(self, arrival_s: F64, service_s: F64) -> tuple[F64, F64, BOOL]:
         """Serve arrivals (sorted ascending, not before earlier calls' arrivals).
 
         Returns ``(start_s, end_s, rejected)``; rejected requests have start = end = arrival.
         """
+        if self.metastable is not None or self._threads is not None:
+            served = self.offer_full(arrival_s, service_s)
+            return served.start, served.end, served.rejected
         arrivals = np.asarray(arrival_s, dtype=np.float64)
         services = np.asarray(service_s, dtype=np.float64)
         n = len(arrivals)

@@ -13,7 +13,12 @@ pushed at :math:`t_p` from :math:`t_p + L` (actuation lag L). Over a span
 Target. Arrivals go through ``FcfsQueue`` with that span's service draws; a capacity change
 at :math:`t_c` splits the tick so arrivals after :math:`t_c` see the new server count.
 
-JTL. A sample's row is ``timeStamp = arrival``, ``elapsed = end - arrival`` (ms, rounded),
+Plant features (``Scenario``): service draws are scaled by the warm-up multiplier m(a)
+of their arrival time a; an outage's start splits the tick and pauses the servers
+(``FcfsQueue.pause``); the metastable cliff and the generator threads live in the queue
+(``FcfsQueue.offer_full``), and with threads a request's send time replaces its arrival.
+
+JTL. A sample's row is ``timeStamp = sent``, ``elapsed = end - sent`` (ms, rounded),
 ``success = not rejected``. It reaches the reader at :math:`\lceil end / F \rceil F` for a
 flush period F > 0 (JMeter's buffered writer), at ``end`` for F = 0. Samples are handed
 out in completion order per tick, as the tailer would.
@@ -51,7 +56,12 @@ class Plant:
     def __init__(self, scenario: Scenario) -> None:
         self.scenario = scenario
         self.rng = np.random.default_rng(scenario.seed)
-        self.queue = FcfsQueue(scenario.servers_at(0.0), scenario.queue)
+        self.queue = FcfsQueue(
+            scenario.servers_at(0.0),
+            scenario.queue,
+            metastable=scenario.metastable,
+            generator_threads=scenario.generator_threads,
+        )
         # (effective_at_s, rate), ascending; the first is the start rate.
         self._schedule: list[tuple[float, float]] = [(0.0, scenario.start_rate)]
         self._phase = 0.0
@@ -93,20 +103,27 @@ class Plant:
 
     def advance(self, t0: float, t1: float) -> SampleBatch:
         """Simulate ``[t0, t1)`` and return the samples the JTL shows by ``t1``."""
-        cuts = [t0, *sorted(c.at_s for c in self.scenario.changes if t0 < c.at_s < t1), t1]
+        sc = self.scenario
+        events = [c.at_s for c in sc.changes] + [o.at_s for o in sc.outages]
+        cuts = [t0, *sorted(t for t in events if t0 < t < t1), t1]
         arrivals: list[F64] = []
         ends: list[F64] = []
         oks: list[BOOL] = []
         for lo, hi in itertools.pairwise(cuts):
-            servers = self.scenario.servers_at(lo)
+            servers = sc.servers_at(lo)
             if servers != self.queue.servers:
                 self.queue.set_servers(servers)
+            for outage in sc.outages:
+                if lo <= outage.at_s < hi:
+                    self.queue.pause(outage.at_s, outage.end_s)
             arr = self._arrivals(lo, hi)
-            service = self.scenario.service.sample(self.rng, len(arr))
-            _start, end, rejected = self.queue.offer(arr, service)
-            arrivals.append(arr)
-            ends.append(end)
-            oks.append(~rejected)
+            service = sc.service.sample(self.rng, len(arr))
+            if sc.warmup is not None:
+                service = service * sc.warmup.multiplier(arr)
+            served = self.queue.offer_full(arr, service)
+            arrivals.append(served.sent)
+            ends.append(served.end)
+            oks.append(~served.rejected)
         arr = np.concatenate([self._pending.arrival, *arrivals])
         end = np.concatenate([self._pending.end, *ends])
         ok = np.concatenate([self._pending.ok, *oks])

@@ -13,6 +13,18 @@ multiple of ``flush_s`` (JMeter's buffered writer), 0 meaning at once.
 λ*(t) is the largest Poisson arrival rate whose response-time p95 meets the p95 SLO with
 c(t) servers: Erlang C for exponential service (``loadguard.simulate.mmc``), otherwise
 estimated by simulation with common random numbers (``loadguard.target.capacity``).
+
+Plant features for the controller's plant suite (``loadguard.simulate.plants``); λ*(t)
+above ignores them (it is the warmed-up, healthy plant's):
+
+* ``service`` may be a ``ShopService``: the shop model's per-endpoint log-normal service
+  times drawn in its request mix (``loadguard.target.model``);
+* ``warmup`` (``Warmup(k, T)``): a request arriving at t takes
+  :math:`m(t) = 1 + (k - 1) \max(0, 1 - t/T)` times its drawn service time (a cold JVM
+  k times slower, warm after T);
+* ``metastable``: the cliff of ``loadguard.simulate.fcfs.Metastable``;
+* ``outages`` (``Outage(t, d)``): the servers hang in [t, t + d) (``FcfsQueue.pause``);
+* ``generator_threads``: the load generator's thread bound (``FcfsQueue``).
 """
 
 from __future__ import annotations
@@ -24,14 +36,19 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Literal
 
+import numpy as np
+import numpy.typing as npt
+
 from loadguard.durations import parse_duration_s
 from loadguard.errors import SimulationError, UsageError
 from loadguard.simulate import mmc
+from loadguard.simulate.fcfs import Metastable
 from loadguard.target.capacity import estimate_lambda_star
 from loadguard.target.distributions import ServiceDist
-from loadguard.target.model import ENDPOINTS, TargetModel
+from loadguard.target.model import ENDPOINTS, TargetModel, build_model
 
 Arrivals = Literal["poisson", "smooth"]
+F64 = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,10 +76,74 @@ class CapacityChange:
         return cls(at_s, value)
 
 
+@dataclass(frozen=True, slots=True)
+class Warmup:
+    """Service starts ``factor`` times slower and is warm after ``over_s`` (linear)."""
+
+    factor: float
+    over_s: float
+
+    def __post_init__(self) -> None:
+        if not self.factor >= 1 or not self.over_s > 0:
+            raise SimulationError("warm-up needs factor >= 1 and a duration > 0")
+
+    def multiplier(self, t_s: F64) -> F64:
+        """:math:`m(t) = 1 + (k - 1) \\max(0, 1 - t/T)`."""
+        return 1.0 + (self.factor - 1.0) * np.clip(1.0 - t_s / self.over_s, 0.0, 1.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Outage:
+    """The servers hang from ``at_s`` for ``duration_s``; then full recovery."""
+
+    at_s: float
+    duration_s: float
+
+    def __post_init__(self) -> None:
+        if self.at_s < 0 or not self.duration_s > 0:
+            raise SimulationError("an outage needs a start >= 0 and a duration > 0")
+
+    @property
+    def end_s(self) -> float:
+        return self.at_s + self.duration_s
+
+
+@dataclass(frozen=True, slots=True)
+class ShopService:
+    """The shop model's service: endpoint e with probability p_e (its request mix), then
+    a draw from e's distribution. E[S] = Σ p_e E[S_e]."""
+
+    base_s: float
+
+    @property
+    def model(self) -> TargetModel:
+        return build_model("shop", workers=1, queue=0, service_s=self.base_s)
+
+    @property
+    def kind(self) -> str:
+        return "shop"
+
+    @property
+    def mean_s(self) -> float:
+        return self.model.mean_service_s
+
+    def sample(self, rng: np.random.Generator, n: int) -> F64:
+        model = self.model
+        weights = model.mix_weights()
+        names = list(weights)
+        probs = np.array([weights[k] for k in names])
+        which = rng.choice(len(names), size=n, p=probs / probs.sum())
+        out = np.empty(n, np.float64)
+        for i, name in enumerate(names):
+            mask = which == i
+            out[mask] = model.service[name].sample(rng, int(mask.sum()))
+        return out
+
+
 @dataclass(frozen=True)
 class Scenario:
     servers: int = 8
-    service: ServiceDist = field(default_factory=lambda: ServiceDist("exp", 0.050))
+    service: ServiceDist | ShopService = field(default_factory=lambda: ServiceDist("exp", 0.050))
     queue: int = 200
     duration_s: float = 600.0
     start_rate: float = 5.0
@@ -72,6 +153,10 @@ class Scenario:
     arrivals: Arrivals = "poisson"
     tick_s: float = 1.0
     seed: int = 1
+    warmup: Warmup | None = None
+    metastable: Metastable | None = None
+    outages: tuple[Outage, ...] = ()
+    generator_threads: int | None = None
 
     def __post_init__(self) -> None:
         if self.servers < 1 or self.queue < 0:
@@ -86,6 +171,8 @@ class Scenario:
             raise SimulationError("actuation lag and JTL flush delay must be >= 0")
         if self.arrivals not in ("poisson", "smooth"):
             raise SimulationError(f"arrivals must be poisson or smooth, got {self.arrivals!r}")
+        if self.generator_threads is not None and self.generator_threads < 1:
+            raise SimulationError("generator threads must be >= 1")
         if not re.fullmatch(r"\d+", str(self.seed)):
             raise SimulationError("the seed must be a non-negative integer")
 
@@ -122,7 +209,12 @@ class Scenario:
 
 
 @cache
-def _lambda_star(service: ServiceDist, servers: int, queue: int, slo_s: float) -> float:
+def _lambda_star(
+    service: ServiceDist | ShopService, servers: int, queue: int, slo_s: float
+) -> float:
+    if isinstance(service, ShopService):
+        shop = build_model("shop", workers=servers, queue=queue, service_s=service.base_s)
+        return estimate_lambda_star(shop, slo_s).lambda_star_rps
     if service.kind == "exp":
         return mmc.lambda_star(servers, service.mean_s, slo_s)
     model = TargetModel("shop", servers, queue, {name: service for name in ENDPOINTS})
