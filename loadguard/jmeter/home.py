@@ -58,12 +58,15 @@ def _launcher_in(home: Path) -> Path | None:
 
 
 def _check(home: Path, found_by: str) -> JMeterHome:
+    # Absolute from here on: a relative --jmeter-home or JMETER_HOME means relative to
+    # the directory the command was typed in, whatever directory JMeter later runs in.
+    home = home.resolve()
     launcher = _launcher_in(home)
     if launcher is None:
         raise JMeterNotFoundError(
             f"{home} (from {found_by}) is not a JMeter home: no bin/ApacheJMeter*.jar"
         )
-    return JMeterHome(path=home.resolve(), launcher=launcher, found_by=found_by)
+    return JMeterHome(path=home, launcher=launcher, found_by=found_by)
 
 
 def find_jmeter_home(explicit: str | os.PathLike[str] | None = None) -> JMeterHome:
@@ -96,7 +99,7 @@ def jmeter_command(
     """``java <jvm args> -jar bin/ApacheJMeter-<v>.jar <args>``: no shell in between,
     so the process we start is the JVM itself and signals reach it directly."""
     java_exe = java or (
-        str(Path(os.environ["JAVA_HOME"]) / "bin" / "java")
+        str(Path(os.environ["JAVA_HOME"]).expanduser().absolute() / "bin" / "java")
         if os.environ.get("JAVA_HOME")
         else (shutil.which("java") or "java")
     )

@@ -1,5 +1,12 @@
 """Starting and stopping a non-GUI JMeter for ``loadguard run`` (an adapter).
 
+JMeter runs in the directory the user typed the command in, exactly as
+``jmeter -n -t plan.jmx`` would: JMeter resolves a relative file name (CSV Data Set,
+``__FileToString``, includes) against its working directory first and the plan's
+folder second (``FileServer.resolveFileFromPath``), and relative arguments after ``--``
+keep their meaning. Every path LoadGuard itself hands JMeter is made absolute, so none
+depends on the working directory.
+
 The JVM is started directly (no shell), in its own session, so a Ctrl-C aimed at the
 sidecar does not reach JMeter half-way: LoadGuard stops it deliberately, in escalating
 steps, and makes sure no process is left:
@@ -68,17 +75,21 @@ class LaunchSpec:
 
 
 def build_args(spec: LaunchSpec) -> list[str]:
-    """JMeter's command-line arguments for a controlled non-GUI run (pure)."""
+    """JMeter's command-line arguments for a controlled non-GUI run.
+
+    Every path is absolute (``Path.absolute``: relative to the directory the command was
+    typed in, symlinks kept), whatever directory JMeter ends up running in."""
+    bsh_file = "" if spec.bsh_server_file is None else str(spec.bsh_server_file.absolute())
     args = [
         "-n",
         "-t",
-        str(spec.plan),
+        str(spec.plan.absolute()),
         "-l",
-        str(spec.jtl),
+        str(spec.jtl.absolute()),
         "-j",
-        str(spec.log),
+        str(spec.log.absolute()),
         f"-Jbeanshell.server.port={spec.bsh_port}",
-        f"-Jbeanshell.server.file={spec.bsh_server_file or ''}",
+        f"-Jbeanshell.server.file={bsh_file}",
         "-Jjmeterengine.force.system.exit=true",
         f"-Jjmeterengine.nongui.port={spec.udp_port}",
         f"-Jjmeterengine.nongui.maxport={spec.udp_port}",
@@ -113,7 +124,7 @@ class JMeterProcess:
                 stdout=self._out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                cwd=str(spec.plan.parent),
+                # The user's working directory, as `jmeter -n -t plan.jmx` would have.
                 start_new_session=True,
             )
         except OSError as exc:

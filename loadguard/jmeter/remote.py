@@ -134,11 +134,11 @@ def controller_args(spec: ControllerSpec) -> list[str]:
     args = [
         "-n",
         "-t",
-        str(spec.plan),
+        str(spec.plan.absolute()),
         "-l",
-        str(spec.jtl),
+        str(spec.jtl.absolute()),
         "-j",
-        str(spec.log),
+        str(spec.log.absolute()),
         "-R",
         ",".join(r.spec or r.host for r in spec.remotes),
         "-Jjmeterengine.force.system.exit=true",
@@ -201,7 +201,7 @@ def engine_server_args(
     if rmi_ssl_disable:
         args.append("-Jserver.rmi.ssl.disable=true")
     if log is not None:
-        args += ["-j", str(log)]
+        args += ["-j", str(log.absolute())]
     return args
 
 
