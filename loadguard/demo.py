@@ -57,6 +57,7 @@ class DemoOptions:
     service: str = "50ms"
     threads: int = 200
     initial_rate: float = 5.0
+    force: bool = False
     quiet: bool = False
 
 
@@ -114,6 +115,7 @@ def run_demo(opts: DemoOptions, progress: logging.Logger = log) -> DemoResult:
                 "threads": str(opts.threads),
                 "duration": str(int(opts.duration_s) + 60),
             },
+            force=opts.force,
         )
         outcome, _code = run_plan(run, cfg)
     (out / "target.json").write_text(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import replace
+from pathlib import Path
 
 from loadguard.actuator.elastic_timer import threads_needed
 from loadguard.actuator.fleet import FleetActuator, FleetSource
@@ -27,9 +28,10 @@ from loadguard.sidecar import (
     RunPlan,
     SidecarConfig,
     _hold_signals,
+    claim_run_folder,
     drive,
     preflight,
-    prepare_plan,
+    staged_plan,
 )
 
 log = logging.getLogger(__name__)
@@ -76,9 +78,16 @@ def run_remote(run: RunPlan, cfg: SidecarConfig) -> tuple[LoopOutcome, int]:
     """Start the controller on ``run.plan`` against ``cfg.remotes`` and drive the fleet."""
     check_fleet_config(cfg)
     run.out_dir.mkdir(parents=True, exist_ok=True)
+    claim_run_folder(run, cfg.paths)
     preflight(cfg.paths)
     warn_thin_threads(cfg, run.properties.get("threads"))
-    plan_path = prepare_plan(run, cfg)
+    with staged_plan(run, cfg) as plan_path:
+        return _run_remote_staged(run, cfg, plan_path)
+
+
+def _run_remote_staged(
+    run: RunPlan, cfg: SidecarConfig, plan_path: Path
+) -> tuple[LoopOutcome, int]:
     fleet = FleetActuator(
         cfg.engines,
         prefixes=[r.thread_prefix for r in cfg.remotes],
@@ -96,10 +105,9 @@ def run_remote(run: RunPlan, cfg: SidecarConfig) -> tuple[LoopOutcome, int]:
     log.info("initial shares: %s", ", ".join(f"{k}={v:.3f}" for k, v in fleet.shares.items()))
     paths = cfg.paths
     spec = ControllerSpec(
-        # JMeter runs in the plan's folder: every path it gets must be absolute.
-        plan=plan_path.resolve(),
-        jtl=paths.jtl.resolve(),
-        log=(paths.jmeter_log or run.out_dir / "jmeter.log").resolve(),
+        plan=plan_path.absolute(),
+        jtl=paths.jtl.absolute(),
+        log=(paths.jmeter_log or run.out_dir / "jmeter.log").absolute(),
         stdout=paths.jmeter_stdout or run.out_dir / "jmeter.out",
         udp_port=free_udp_port(),
         remotes=cfg.remotes,

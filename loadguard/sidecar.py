@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import shutil
 import signal
 import threading
@@ -35,8 +36,8 @@ from loadguard.actuator.fleet import (
 )
 from loadguard.console import ConsoleReporter
 from loadguard.decisions import DecisionLogWriter, check_writable
-from loadguard.errors import INTERNAL_ERROR_EXIT, DecisionLogError, EngineError
-from loadguard.jmeter.bsh_loopback import write_loopback_server_file
+from loadguard.errors import INTERNAL_ERROR_EXIT, DecisionLogError, EngineError, UsageError
+from loadguard.jmeter.bsh_loopback import confirm_loopback_console, write_loopback_server_file
 from loadguard.jmeter.home import JMeterHome
 from loadguard.jmeter.launch import JMeterProcess, LaunchSpec, free_tcp_pair, free_udp_port
 from loadguard.jmeter.remote import DEFAULT_SAMPLE_SENDER, RemoteEngine
@@ -319,20 +320,53 @@ class RunPlan:
     extra_args: Sequence[str] = ()
     inject: bool = True
     thread_groups: Sequence[str] = ()
+    #: Replace an earlier run in ``out_dir`` instead of refusing (``--force``).
+    force: bool = False
 
 
-def prepare_plan(run: RunPlan, cfg: SidecarConfig) -> Path:
-    """The plan JMeter will run: the user's, or a copy with the Elastic Timer injected."""
-    target = run.out_dir / f"{run.plan.stem}.loadguard.jmx"
+def _record_name(plan: Path) -> str:
+    return f"{plan.stem}.loadguard.jmx"
+
+
+def claim_run_folder(run: RunPlan, paths: Paths) -> None:
+    """A run folder holds one run: refuse one that already holds a run, unless ``force``.
+
+    Without this, JMeter appends to the old ``results.jtl``, the follower reads it from
+    byte 0, and the old samples reach the window (stale at once: the rate is floored)
+    and the summary. ``force`` starts fresh: the earlier run's files are removed first.
+    Raises ``UsageError`` (exit 2)."""
+    earlier = [p for p in (paths.jtl, paths.decisions, paths.summary) if p.exists()]
+    if not earlier:
+        return
+    if not run.force:
+        names = ", ".join(p.name for p in earlier)
+        raise UsageError(
+            f"{run.out_dir} already holds a run ({names}): give another --out, "
+            "or --force to replace it"
+        )
+    for p in (
+        paths.jtl,
+        paths.decisions,
+        paths.summary,
+        paths.junit,
+        paths.jmeter_log,
+        paths.jmeter_stdout,
+        run.out_dir / _record_name(run.plan),
+    ):
+        if p is not None:
+            p.unlink(missing_ok=True)
+    log.info("--force: replaced the earlier run in %s", run.out_dir)
+
+
+def planned_xml(run: RunPlan, cfg: SidecarConfig) -> bytes | None:
+    """The plan with the Elastic Timer injected; ``None`` when it runs as it is."""
     if not run.inject:
-        shutil.copyfile(run.plan, target)
-        return target
+        return None
     from loadguard.jmx import has_elastic_timer, inject_elastic_timer
 
     data = run.plan.read_bytes()
     if has_elastic_timer(data):
-        shutil.copyfile(run.plan, target)
-        return target
+        return None
     result = inject_elastic_timer(
         data,
         thread_groups=tuple(run.thread_groups),
@@ -342,38 +376,81 @@ def prepare_plan(run: RunPlan, cfg: SidecarConfig) -> Path:
     )
     for warning in result.warnings:
         log.warning("%s", warning)
-    target.write_bytes(result.xml)
-    return target
+    return result.xml
 
 
-def _warn_if_bsh_exposed(run: RunPlan) -> None:
-    """The user may replace the loopback-only BeanShell init file (``-J`` or after
-    ``--``): that is asking for the stock server on every interface, so say so loudly."""
-    overridden = any(k.startswith("beanshell.server.") for k in run.properties) or any(
-        a.startswith(("-Jbeanshell.server.", "--jmeterproperty=beanshell.server."))
-        for a in run.extra_args
-    )
-    if overridden:
+@contextlib.contextmanager
+def staged_plan(run: RunPlan, cfg: SidecarConfig) -> Iterator[Path]:
+    """The plan JMeter runs, for the ``with`` block; the run folder keeps a copy.
+
+    JMeter resolves a file the plan names relatively (CSV Data Set, ``__FileToString``,
+    includes) against its working directory, then against the folder of the plan it
+    runs. So an injected copy runs from *beside the user's plan*, as a hidden file
+    removed afterwards: plan-relative files resolve exactly as under
+    ``jmeter -n -t plan.jmx``. A plan that needs no change runs as it is. Only when the
+    plan's folder is read-only does the copy run from the run folder, with a warning."""
+    record = run.out_dir / _record_name(run.plan)
+    xml = planned_xml(run, cfg)
+    if xml is None:
+        shutil.copyfile(run.plan, record)
+        yield run.plan.absolute()
+        return
+    record.write_bytes(xml)
+    beside = run.plan.absolute().with_name(f".{run.plan.stem}.loadguard-{os.getpid()}.jmx")
+    try:
+        beside.write_bytes(xml)
+    except OSError as exc:
         log.warning(
-            "beanshell.server.* given by the user: LoadGuard's loopback-only BeanShell "
-            "server may be replaced by JMeter's stock one, which listens on ALL interfaces "
-            "(remote code execution for anyone reaching it; see docs/security.md)"
+            "cannot write the injected plan beside %s (%s): it runs from %s, so files the "
+            "plan names relative to its own folder are looked up there instead",
+            run.plan,
+            exc.strerror or exc,
+            run.out_dir,
+        )
+        yield record.absolute()
+        return
+    try:
+        yield beside
+    finally:
+        beside.unlink(missing_ok=True)
+
+
+def _refuse_bsh_override(run: RunPlan) -> None:
+    """``run`` owns ``beanshell.server.*``: its console listens on loopback only. A user
+    value (``-J`` or after ``--``) could bring back JMeter's stock server on every
+    interface (remote code execution for anyone reaching it), so it is refused: fail
+    closed. Use ``attach`` beside a JMeter you start yourself for anything else."""
+    overridden = [k for k in run.properties if k.startswith("beanshell.server.")] + [
+        a
+        for a in run.extra_args
+        if a.startswith(("-Jbeanshell.server.", "--jmeterproperty=beanshell.server."))
+    ]
+    if overridden:
+        raise UsageError(
+            f"{overridden[0].split('=', 1)[0]}: loadguard run sets beanshell.server.* itself "
+            "(a console on 127.0.0.1 only; see docs/security.md); start JMeter yourself and "
+            "use `loadguard attach` for another console"
         )
 
 
 def run_plan(run: RunPlan, cfg: SidecarConfig) -> tuple[LoopOutcome, int]:
     """Start JMeter on ``run.plan`` and drive it; returns the outcome and JMeter's exit code."""
+    _refuse_bsh_override(run)
     run.out_dir.mkdir(parents=True, exist_ok=True)
+    claim_run_folder(run, cfg.paths)
     preflight(cfg.paths)
     # A bad policy name or --param must fail here, not once JMeter is running.
     build_policy(
         cfg.policy, cfg.spec, lag_ms=cfg.lag_ms, auto_stop=cfg.auto_stop, **cfg.policy_params
     )
-    plan_path = prepare_plan(run, cfg)
+    with staged_plan(run, cfg) as plan_path:
+        return _run_staged(run, cfg, plan_path)
+
+
+def _run_staged(run: RunPlan, cfg: SidecarConfig, plan_path: Path) -> tuple[LoopOutcome, int]:
     bsh = free_tcp_pair()
     udp = free_udp_port()
     props = {RATE_PROPERTY: f"{rps_to_tpm(cfg.initial_rate):.6g}", **run.properties}
-    _warn_if_bsh_exposed(run)
     paths = cfg.paths
     spec = LaunchSpec(
         plan=plan_path,
@@ -395,6 +472,8 @@ def run_plan(run: RunPlan, cfg: SidecarConfig) -> tuple[LoopOutcome, int]:
         proc = JMeterProcess(run.jmeter, spec)
         codes: list[int] = []
         try:
+            # Fail closed: no rate is pushed into a console that listens beyond loopback.
+            confirm_loopback_console(proc.pid, bsh, alive=proc.alive, stop=early)
             outcome = drive(
                 cfg,
                 follower,

@@ -26,9 +26,16 @@ from loadguard.durations import parse_duration_s
 )
 @click.option("--p95", default="250ms", show_default=True, help="p95 SLO.")
 @click.option("--error-rate", default="1%", show_default=True, help="Error-rate SLO.")
+@click.option("--force", is_flag=True, help="Replace an earlier run in --out instead of refusing.")
 @click.option("-q", "--quiet", is_flag=True, help="No live console.")
 def demo(
-    duration: str, out: str | None, policy: str, p95: str, error_rate: str, quiet: bool
+    duration: str,
+    out: str | None,
+    policy: str,
+    p95: str,
+    error_rate: str,
+    force: bool,
+    quiet: bool,
 ) -> None:
     """Provision JMeter, start the demo target, and let LoadGuard find its capacity.
 
@@ -49,6 +56,7 @@ def demo(
         policy=policy,
         p95=p95,
         error_rate=error_rate,
+        force=force,
         quiet=quiet,
     )
     result = run_demo(opts, logging.getLogger("loadguard.demo"))

@@ -64,11 +64,15 @@ def _command_line() -> str:
     "it in a folder of the same name).",
 )
 @click.option(
+    "--force", is_flag=True, help="Replace an earlier evaluation in --out instead of refusing."
+)
+@click.option(
     "--render-only",
     is_flag=True,
     help="Run nothing: write the PNGs and the report again from the finished runs in --out.",
 )
 def evaluate_cmd(
+    force: bool,
     render_only: bool,
     quick: bool,
     schemes: tuple[str, ...],
@@ -134,7 +138,7 @@ def evaluate_cmd(
             raise UsageError("--render-only: give --out, the folder of a finished evaluation")
         result = rerender(cfg, doc)
     else:
-        result = evaluate(cfg, doc)
+        result = evaluate(cfg, doc, force=force)
     lam = "-" if result.lambda_star.rps is None else f"{result.lambda_star.rps:.1f} req/s"
     click.echo(f"lambda* measured {lam}; {len(result.rows)} runs", err=True)
     click.echo(f"report: {result.doc}  runs: {result.csv}", err=True)

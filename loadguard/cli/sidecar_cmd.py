@@ -282,6 +282,7 @@ def attach_cmd(
     help="Inject the Elastic Timer only into this thread group.",
 )
 @click.option("--no-inject", is_flag=True, help="Run the plan as is (it already paces itself).")
+@click.option("--force", is_flag=True, help="Replace an earlier run in --out instead of refusing.")
 @click.option(
     "--engine",
     "engines",
@@ -306,6 +307,7 @@ def run_cmd(
     props: tuple[str, ...],
     thread_groups: tuple[str, ...],
     no_inject: bool,
+    force: bool,
     engines: tuple[str, ...],
     sample_sender: str,
     remotes: tuple[str, ...],
@@ -318,6 +320,10 @@ def run_cmd(
     BeanShell and UDP ports (the BeanShell console listens on 127.0.0.1 only; see
     docs/security.md), starts JMeter with autoflush, drives the rate, and stops JMeter
     cleanly at the end or on Ctrl-C. Arguments after `--` go to JMeter unchanged.
+
+    JMeter runs in the current directory, and files the plan names relative to its own
+    folder (CSV Data Set, includes) resolve as under `jmeter -n -t PLAN`. A --out that
+    already holds a run is refused unless --force replaces it.
 
     \b
     Example:
@@ -355,6 +361,7 @@ def run_cmd(
         extra_args=jmeter_args,
         inject=not no_inject,
         thread_groups=thread_groups,
+        force=force,
     )
     if cfg.remotes:
         from loadguard.distributed import run_remote

@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import platform
+import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -19,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from loadguard.errors import ReportError
+from loadguard.errors import ReportError, UsageError
 from loadguard.evaluate import markdown, plots
 from loadguard.evaluate.aggregate import Row, aggregate, read_runs_csv, run_row, write_runs_csv
 from loadguard.evaluate.config import EvalConfig
@@ -92,13 +93,38 @@ def _sweep(cfg: EvalConfig, home: JMeterHome) -> tuple[list[SweepPoint], float |
     return points, analytic
 
 
-def evaluate(cfg: EvalConfig, doc: Path | None = None) -> EvalResult:
+#: What one evaluation writes into its folder (``--force`` removes exactly these).
+EVALUATION_PARTS = ("runs", "sweep", "sweep.json", "session.json")
+
+
+def claim_evaluation_folder(out_dir: Path, force: bool) -> None:
+    """An evaluation folder holds one evaluation: the runs of an earlier one would mix
+    with the new ones (JMeter appends to an existing JTL). Refused with ``UsageError``
+    unless ``force``, which removes the earlier evaluation's parts first."""
+    earlier = [out_dir / p for p in EVALUATION_PARTS if (out_dir / p).exists()]
+    if not earlier:
+        return
+    if not force:
+        raise UsageError(
+            f"{out_dir} already holds an evaluation ({', '.join(p.name for p in earlier)}): "
+            "give another --out, or --force to replace it"
+        )
+    for p in earlier:
+        if p.is_dir():
+            shutil.rmtree(p)
+        else:
+            p.unlink()
+
+
+def evaluate(cfg: EvalConfig, doc: Path | None = None, force: bool = False) -> EvalResult:
     """Run the evaluation in ``cfg`` and write runs.csv, PNGs and the Markdown report.
 
     ``doc``: where the report goes (default ``<out>/evaluation.md``); its PNGs go in a
-    folder named after it (``docs/evaluation.md`` -> ``docs/evaluation/``).
+    folder named after it (``docs/evaluation.md`` -> ``docs/evaluation/``). ``force``:
+    replace an earlier evaluation in ``cfg.out_dir`` instead of refusing.
     """
     home = find_jmeter_home()
+    claim_evaluation_folder(cfg.out_dir, force)
     cfg.out_dir.mkdir(parents=True, exist_ok=True)
     doc = doc or cfg.out_dir / "evaluation.md"
     started = _now()
