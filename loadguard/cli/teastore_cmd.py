@@ -1,0 +1,141 @@
+"""``loadguard teastore``: the real TeaStore, built from source, served in the foreground."""
+
+from __future__ import annotations
+
+import re
+import signal
+import time
+from pathlib import Path
+from types import FrameType
+
+import click
+
+from loadguard.durations import parse_duration_s
+from loadguard.errors import EngineError, UsageError
+from loadguard.teastore.build import ensure_build
+from loadguard.teastore.layout import LAYOUTS
+from loadguard.teastore.runner import TeaStoreOptions, running_teastore
+from loadguard.teastore.source import resolve_source
+
+READY_PREFIX = "loadguard teastore ready:"
+_HEAP = re.compile(r"^[1-9][0-9]*[kmgKMG]?$")
+
+
+def format_ready_line(url: str, port: int) -> str:
+    return f"{READY_PREFIX} url={url} port={port}"
+
+
+def _info(line: str) -> None:
+    click.echo(f"loadguard teastore: {line}", err=True)
+
+
+class _StopOnSignal:
+    """SIGINT/SIGTERM unwind once (KeyboardInterrupt); later ones are ignored so the
+    shutdown of the JVMs is never cut short."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+
+    def __call__(self, signum: int, _frame: FrameType | None) -> None:
+        if self.signum is None:
+            self.signum = signum
+            raise KeyboardInterrupt
+
+    def install(self) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, self)
+
+
+@click.command("teastore")
+@click.option(
+    "--source",
+    type=click.Path(path_type=Path),
+    help="TeaStore source: a folder or a .tar.gz (default: "
+    "../shared/teastore/teastore-1.4.2-src.tar.gz beside the checkout or the current folder).",
+)
+@click.option("--port", type=int, default=8080, show_default=True, help="Web UI port; 0 = free.")
+@click.option(
+    "--layout",
+    type=click.Choice(LAYOUTS),
+    default="single",
+    show_default=True,
+    help="single: all six services in one Tomcat; per-service: one Tomcat (and JVM) per "
+    "service on its own port, found through the registry.",
+)
+@click.option("--heap", default="512m", show_default=True, help="-Xmx of every Tomcat JVM.")
+@click.option(
+    "--max-threads", type=int, default=200, show_default=True, help="Connector maxThreads."
+)
+@click.option(
+    "--logs",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Keep catalina and access logs here (per-service: a folder per service).",
+)
+@click.option(
+    "--start-timeout", default="10m", show_default=True, help="Give up if not ready by then."
+)
+@click.option("--rebuild", is_flag=True, help="Build again even if the cache has this source.")
+def teastore(
+    source: Path | None,
+    port: int,
+    layout: str,
+    heap: str,
+    max_threads: int,
+    logs: Path | None,
+    start_timeout: str,
+    rebuild: bool,
+) -> None:
+    """Build (once, cached) and serve the real TeaStore until SIGINT/SIGTERM.
+
+    Builds the six services with Maven and assembles Tomcat 10.1 with an in-memory
+    HSQLDB (cached under ~/.cache/loadguard/teastore/<hash>; $LOADGUARD_HOME moves it),
+    starts the Tomcats on 127.0.0.1 with a fresh instance folder, waits until the status
+    page shows every service ready (database and images populated, recommender trained)
+    and prints one line: loadguard teastore ready: url=... port=...
+
+    \b
+    Example:
+      loadguard teastore --port 8080
+      loadguard teastore --layout per-service --heap 256m --logs teastore-logs/
+      loadguard run examples/teastore/teastore-browse.jmx --p95 500ms -- -Jport=8080
+    """
+    if port < 0 or port > 65535:
+        raise UsageError(f"--port must be 0..65535, got {port}")
+    if not _HEAP.match(heap):
+        raise UsageError(f"--heap: expected a JVM size like 512m or 2g, got {heap!r}")
+    if max_threads < 1:
+        raise UsageError(f"--max-threads must be >= 1, got {max_threads}")
+    timeout_s = parse_duration_s(start_timeout, what="--start-timeout")
+    src = resolve_source(source)
+    stopper = _StopOnSignal()
+    stopper.install()
+    try:
+        built = ensure_build(src, force=rebuild, log=_info)
+        how = "reused" if built.reused else f"built in {built.seconds:.0f}s"
+        _info(f"build {how}: {built.build.root}")
+        options = TeaStoreOptions(
+            layout=layout,
+            port=port,
+            heap=heap,
+            max_threads=max_threads,
+            logs=logs,
+            start_timeout_s=timeout_s,
+        )
+        started = time.monotonic()
+        with running_teastore(built.build, options, log=_info) as store:
+            rss = store.rss_bytes() / 2**20
+            _info(
+                f"layout={layout}: {len(store.tomcats)} JVM(s), ready after "
+                f"{time.monotonic() - started:.0f}s, RSS {rss:.0f} MiB"
+            )
+            click.echo(format_ready_line(store.url, store.port))
+            while True:
+                for t in store.tomcats:
+                    if not t.alive():
+                        raise EngineError(
+                            f"Tomcat {t.spec.name} exited with code {t.proc.returncode}; "
+                            f"see {t.out_path}"
+                        )
+                time.sleep(1.0)
+    except KeyboardInterrupt:
+        _info("stopped every Tomcat")

@@ -1,0 +1,87 @@
+"""Where the TeaStore source is, and the hash that names its cached build.
+
+The source is a tree (a checkout or an extracted archive) or a ``.tar.gz`` of one. With
+no ``--source``, ``../shared/teastore/teastore-1.4.2-src.tar.gz`` is looked for relative
+to the LoadGuard checkout and to the current folder.
+
+The cache key is a SHA-256 over the recipe (Tomcat and HSQLDB versions, the Maven
+command) and the source: a tarball's bytes, or for a tree every file's relative path and
+bytes in sorted order (``target/`` and ``.git/`` skipped, as a build writes there).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from loadguard.errors import UsageError
+
+DEFAULT_TARBALL = Path("..") / "shared" / "teastore" / "teastore-1.4.2-src.tar.gz"
+_SKIP_DIRS = frozenset({"target", ".git"})
+
+
+@dataclass(frozen=True)
+class Source:
+    path: Path
+    is_archive: bool
+
+
+def _checkout_root() -> Path:
+    """The LoadGuard checkout (the folder holding the ``loadguard`` package)."""
+    return Path(__file__).resolve().parents[2]
+
+
+def default_candidates(cwd: Path | None = None) -> list[Path]:
+    here = Path.cwd() if cwd is None else cwd
+    seen: list[Path] = []
+    for base in (_checkout_root(), here):
+        cand = (base / DEFAULT_TARBALL).resolve()
+        if cand not in seen:
+            seen.append(cand)
+    return seen
+
+
+def resolve_source(given: Path | None, cwd: Path | None = None) -> Source:
+    """The source to build; raises ``UsageError`` (exit 2) when there is none."""
+    if given is None:
+        for cand in default_candidates(cwd):
+            if cand.is_file():
+                return Source(cand, True)
+        tried = ", ".join(str(c) for c in default_candidates(cwd))
+        raise UsageError(f"no TeaStore source: give --source DIR|TARBALL (looked for {tried})")
+    path = given.expanduser().resolve()
+    if path.is_dir():
+        if not (path / "pom.xml").is_file() or not (path / "services").is_dir():
+            raise UsageError(f"--source {given}: not a TeaStore tree (no pom.xml and services/)")
+        return Source(path, False)
+    if path.is_file():
+        if not path.name.endswith((".tar.gz", ".tgz")):
+            raise UsageError(f"--source {given}: expected a folder or a .tar.gz")
+        return Source(path, True)
+    raise UsageError(f"--source {given}: no such file or folder")
+
+
+def _tree_files(root: Path) -> Iterable[Path]:
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if any(part in _SKIP_DIRS for part in rel.parts[:-1]) or rel.name in _SKIP_DIRS:
+            continue
+        if path.is_file():
+            yield path
+
+
+def source_hash(source: Source, recipe: str) -> str:
+    """16 hex digits of SHA-256 over ``recipe`` and the source's content."""
+    digest = hashlib.sha256(recipe.encode())
+    if source.is_archive:
+        with source.path.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+    else:
+        for path in _tree_files(source.path):
+            digest.update(path.relative_to(source.path).as_posix().encode() + b"\0")
+            digest.update(path.read_bytes())
+            digest.update(b"\0")
+    return digest.hexdigest()[:16]
