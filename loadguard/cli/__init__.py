@@ -110,6 +110,9 @@ def _register() -> None:
     from loadguard.cli import engines_cmd
 
     cli.add_command(engines_cmd.engines)
+    from loadguard.cli import teastore_cmd
+
+    cli.add_command(teastore_cmd.teastore)
 
 
 _register()
