@@ -35,8 +35,9 @@ def plain_line(t: TickResult, elapsed_s: float, verbose: bool = False) -> str:
         f"{r.action:<8}",
         f"rate={r.old_rate:.1f}->{r.new_rate:.1f}/s",
         f"achieved={r.rps:.1f}/s",
-        f"p95={_fmt(r.p95_ms, 'ms')}" + (f"/{slo95:.0f}ms" if slo95 else ""),
-        f"err={r.error_rate * 100:.2f}%" + (f"/{slo_err * 100:.2f}%" if slo_err else ""),
+        f"p95={_fmt(r.p95_ms, 'ms')}" + (f"/{slo95:.0f}ms" if slo95 is not None else ""),
+        f"err={r.error_rate * 100:.2f}%"
+        + (f"/{slo_err * 100:.2f}%" if slo_err is not None else ""),
         f"zone={r.zone}",
         f"reason={r.reason}",
         f"n={r.samples}",

@@ -29,8 +29,13 @@ Zone of a window, with thresholds :math:`θ_i`, window values :math:`v_i` and ma
     \text{NEAR}     &\iff \neg\text{BREACH} \wedge \exists i: v_i > m θ_i \\
     \text{SAFE}     &\text{ otherwise}
 
-and the *pressure* :math:`P = \max_i v_i / θ_i` (1.0 on a threshold; a ``0%`` error
-threshold gives P = inf when any sample failed, else 0).
+and the *pressure* :math:`P = \max_i v_i / θ_i` (1.0 on a threshold).
+
+A threshold of 0 (``--error-rate 0%``, ``--p95 0ms``) is valid: nothing may exceed it,
+so any non-zero value breaches (one failed sample, one request slower than 0 ms) and a
+value of 0 is SAFE. Its ratio is :math:`v/0`, so such a breach counts as
+``ZERO_LIMIT_PRESSURE`` (10: ten times over, the severest cut a policy makes) and a 0
+value as pressure 0; policies never see an infinite pressure.
 """
 
 from __future__ import annotations
@@ -64,6 +69,9 @@ _DURATION = re.compile(r"^\s*(-?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(ms|s)\s*
 _PERCENT = re.compile(r"^\s*(-?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*%\s*$")
 _RATE = re.compile(r"^\s*(-?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(/s|/min)?\s*$")
 _NUMBER = r"^\s*-?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?\s*"
+
+#: The pressure of a non-zero value against a threshold of 0 (the ratio v/0 is unbounded).
+ZERO_LIMIT_PRESSURE = 10.0
 
 
 def parse_duration_ms(key: str, value: object) -> float:
@@ -251,7 +259,10 @@ class SloSpec:
                 value = values.metric(t.metric)
                 if value is None:
                     continue
-                ratio = value / t.limit if t.limit > 0 else (math.inf if value > 0 else 0.0)
+                if t.limit > 0:
+                    ratio = value / t.limit
+                else:
+                    ratio = ZERO_LIMIT_PRESSURE if value > 0 else 0.0
                 pressure = max(pressure, ratio)
                 if value > t.limit:
                     breaches.append(prefix + t.metric)
