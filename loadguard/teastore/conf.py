@@ -2,7 +2,8 @@
 
 ``server.xml``: one HTTP/1.1 connector on ``127.0.0.1:PORT`` with ``maxThreads``, no AJP
 connector and no shutdown port (``port="-1"``: the JVM is stopped by a signal, which runs
-Tomcat's shutdown hook), WARs deployed once at startup (``autoDeploy="false"``), and
+Tomcat's shutdown hook), WARs deployed once at startup (``autoDeploy="false"``), in
+parallel, one thread per core (``startStopThreads="0"``), and
 with ``access_log`` an AccessLogValve writing ``logs/<name>_access.<date>.log``.
 
 ``context.xml``: the JNDI ``<Environment>`` entries TeaStore reads (``layout``), plus
@@ -40,7 +41,8 @@ def render_server_xml(name: str, port: int, max_threads: int, access_log: bool) 
     <Connector address="{HOST}" port="{port}" protocol="HTTP/1.1"
                maxThreads="{max_threads}" connectionTimeout="20000" server="TeaStoreTomcat" />
     <Engine name="Catalina" defaultHost="localhost">
-      <Host name="localhost" appBase="webapps" unpackWARs="true" autoDeploy="false">{valve}
+      <Host name="localhost" appBase="webapps" unpackWARs="true" autoDeploy="false"
+            startStopThreads="0">{valve}
       </Host>
     </Engine>
   </Service>

@@ -10,7 +10,8 @@ service of the per-service layout gets a free one), writes a fresh instance fold
 run (``$TMPDIR/loadguard-teastore-*``, one CATALINA_BASE per Tomcat) and starts every
 Tomcat at once: the services retry their registration and wait for the persistence
 service themselves. ``wait_ready`` polls the status page every ``poll_s`` until it shows
-every service ready (``status``), failing early when a JVM exits. ``stop`` SIGTERMs every
+every service ready (``status``) and a login as ``user1`` succeeds (``login_works``),
+failing early when a JVM exits. ``stop`` SIGTERMs every
 Tomcat's process group, SIGKILLs what is left after ``stop_grace_s``, and removes the
 instance folder (kept after a failed start when the logs are in it).
 """
@@ -18,11 +19,13 @@ instance folder (kept after a failed start when the logs are in it).
 from __future__ import annotations
 
 import contextlib
+import http.client
 import shutil
 import socket
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -84,6 +87,24 @@ def pick_ports(layout: str, port: int) -> dict[str, int]:
             if cand not in ports.values():
                 ports[service] = cand
     return ports
+
+
+def login_works(port: int, timeout_s: float = 30.0) -> bool:
+    """POST TeaStore's login form as ``user1``/``password``: True when it redirects home
+    (a failed login redirects to ``/login``), i.e. web UI -> auth -> persistence works."""
+    conn = http.client.HTTPConnection(HOST, port, timeout=timeout_s)
+    try:
+        body = urllib.parse.urlencode({"username": "user1", "password": "password"})
+        headers = {"Content-Type": "application/x-www-form-urlencoded"}
+        conn.request("POST", f"/{WEBUI}/loginAction", body, headers)
+        resp = conn.getresponse()
+        resp.read()
+        location = resp.getheader("Location") or ""
+        return resp.status == 302 and location.rstrip("/").endswith(WEBUI)
+    except (OSError, http.client.HTTPException):
+        return False
+    finally:
+        conn.close()
 
 
 def fetch_status(url: str, timeout_s: float = 10.0) -> Status | None:
@@ -151,10 +172,13 @@ class TeaStore:
             status = fetch_status(self.url)
             self.last_status = status
             if status is not None:
-                if status.ready:
+                # The status page can be all green while the auth service's client for
+                # the persistence service is not set up yet: a first login then fails.
+                if status.ready and login_works(self.port):
                     return status
-                if status.summary() != shown:
-                    shown = status.summary()
+                summary = status.summary() + (", a login fails" if status.ready else "")
+                if summary != shown:
+                    shown = summary
                     self.log(f"waiting: {shown}")
             if time.monotonic() >= deadline:
                 state = status.summary() if status else "the status page does not answer"
