@@ -18,6 +18,10 @@ decision log, e.g. ``127.0.0.1:13201=0.1!lost: no samples for 5.2s ...``.
 
 ``JtlLagWatch`` warns (once) when samples keep reaching the JTL long after they ended:
 the sample sender (``mode=StrippedBatch``, JMeter's default) or a buffered writer.
+
+Clocks: the loss rules' silences and grace periods are timed on the monotonic clock
+(``now_ms``), so a system clock that steps never marks the whole fleet lost; a change's
+``at_epoch_ms`` and the lag watch (row end times are epoch ms) use the wall clock.
 """
 
 from __future__ import annotations
@@ -59,6 +63,10 @@ def wall_ms() -> int:
     return int(time.time() * 1000)
 
 
+def mono_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
 def format_acks(acks: Sequence[EngineAck]) -> str:
     """The decision log's ``engine_ack`` form (as ``loop.row_from`` writes it)."""
     return ";".join(
@@ -82,7 +90,8 @@ class FleetActuator(EngineSet):
         prefixes: Sequence[str] = (),
         health: HealthSettings | None = None,
         engine_max_rps: float | None = None,
-        now_ms: Callable[[], int] = wall_ms,
+        now_ms: Callable[[], int] = mono_ms,
+        epoch_ms: Callable[[], int] = wall_ms,
         **kwargs: object,
     ) -> None:
         super().__init__(engines, **kwargs)  # type: ignore[arg-type]
@@ -107,6 +116,7 @@ class FleetActuator(EngineSet):
         self.prefixes = tuple(prefixes)
         self.cap = engine_max_rps
         self._now_ms = now_ms
+        self._epoch_ms = epoch_ms
         self.health = FleetHealth([e.name for e in self.engines], settings, now_ms())
         self.total: float | None = None
         self.shares: dict[str, float] = {}
@@ -200,8 +210,13 @@ class FleetActuator(EngineSet):
             self._unreported = self._push_total(self.total).acks
         return changes
 
+    def timer_ms(self) -> int:
+        """Now on the clock the loss rules are timed on (monotonic)."""
+        return self._now_ms()
+
     def _evaluate(self, now_ms: int) -> tuple[EngineChange, ...]:
-        changes = self.health.evaluate(now_ms, self.shares)
+        stamp = self._epoch_ms()  # when it happened, for people: wall-clock epoch ms
+        changes = tuple(replace(c, at_ms=stamp) for c in self.health.evaluate(now_ms, self.shares))
         for c in changes:
             self.changes.append(c)
             if c.state is EngineState.LOST:
@@ -292,7 +307,10 @@ class JtlLagWatch:
 
 
 class FleetSource:
-    """A ``SampleSource`` that feeds each poll to the fleet and the lag watch."""
+    """A ``SampleSource`` that feeds each poll to the fleet and the lag watch.
+
+    ``now_ms`` is the wall clock the lag watch compares row end times with; the fleet's
+    loss rules run on the fleet's own (monotonic) clock."""
 
     def __init__(
         self,
@@ -314,9 +332,9 @@ class FleetSource:
     def poll(self) -> SampleBatch:
         batch = self.inner.poll()
         self.samples_seen += len(batch)
-        now = self._now_ms()
-        self.lag.observe(batch, now)
+        self.lag.observe(batch, self._now_ms())
         if self.fleet is not None:
+            now = self.fleet.timer_ms()
             self.fleet.observe(batch, now)
             self.fleet.check(now)
         return batch

@@ -228,6 +228,7 @@ def make_fleet(
         prefixes=prefixes,
         engine_max_rps=cap,
         now_ms=clock.now_ms,
+        epoch_ms=clock.now_ms,
         client_factory=factory,
         clock=clock.monotonic,
         timeout_s=1.0,
@@ -308,6 +309,29 @@ def test_vanished_samples_trigger_a_re_push_that_the_next_row_records() -> None:
         note is not None and f"{A.name}=15.0" in note and f"{B.name}=0.1!lost: no samples" in note
     )
     assert fleet.take_unreported() is None
+
+
+def test_a_wall_clock_step_back_does_not_keep_a_lost_engine_lost() -> None:
+    # The loss rules run on the fleet's (monotonic) clock; the source's wall clock, which
+    # steps an hour back at 9 s, only serves the lag watch. (On the wall clock, B's return
+    # would wait until the clock passed the moment it was lost again: an hour.)
+    clock = Clock()
+    fleet, _ = make_fleet(clock)
+    fleet.push(20.0)
+    source = FleetSource(
+        _ListSource([]), fleet, now_ms=lambda: clock.ms - (3_600_000 if clock.ms >= 9000 else 0)
+    )
+    both = ("10.0.0.1:1099-tg 1-1", "10.0.0.2:1099-tg 1-2")
+    for t in range(1000, 16_000, 1000):
+        clock.ms = t
+        threads = both if t < 2000 or t >= 9000 else both[:1]
+        source.inner = _ListSource([batch(source._now_ms(), *threads)])
+        source.poll()
+        if t == 8000:
+            assert fleet.health.state(B.name) is EngineState.LOST
+    assert fleet.health.live() == (A.name, B.name)
+    assert [str(c.state) for c in fleet.changes] == ["LOST", "LIVE"]
+    fleet.close()
 
 
 def test_fleet_log_writer_fills_only_rows_that_pushed_nothing() -> None:
