@@ -5,7 +5,7 @@ JVM, and ends both before the next run starts, so runs never overlap on the 2 co
 
 * Baselines run their plan under ``JMeterProcess`` with the BeanShell server off
   (``beanshell.server.port=0``). The plan is given ``duration = D + 10 s``; the harness
-  stops JMeter once the wall clock passes ``t0 + D + 3 s`` (t0: the first sample's
+  stops JMeter once ``t0 + D + 3 s`` has passed (t0: the first sample's
   start), so the stop -- and the "Socket closed" errors it causes -- fall outside the
   measured span. (FFA never ends by itself here: its pooled threads wait forever.)
 * LoadGuard runs are ``loadguard run`` (``sidecar.run_plan``) on the elastic plan,
@@ -136,8 +136,11 @@ def _run_fixed_plan(
     proc = JMeterProcess(home, spec)
     try:
         t0_ms = _first_start_ms(jtl, proc, FIRST_SAMPLE_TIMEOUT_S)
-        stop_at = t0_ms / 1000.0 + measure_s + STOP_TAIL_S
-        while time.time() < stop_at and proc.alive():
+        # t0 is a JTL (wall-clock) time: turn it into a monotonic deadline once, so a
+        # system clock that steps mid-run neither cuts the run short nor stretches it.
+        left_s = t0_ms / 1000.0 + measure_s + STOP_TAIL_S - time.time()
+        stop_at = time.monotonic() + min(max(left_s, 0.0), measure_s + STOP_TAIL_S)
+        while time.monotonic() < stop_at and proc.alive():
             time.sleep(0.25)
     finally:
         code = proc.stop(grace_s=1.0, now_s=5.0)
