@@ -14,6 +14,7 @@ from ``jmeter.properties`` / ``user.properties`` files (read with ``read_propert
 
 from __future__ import annotations
 
+import csv
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -72,7 +73,9 @@ class JtlFormat:
     ``columns`` is the expected CSV column list (a header line, when present, overrides
     it); ``timestamp_format`` is ``"ms"`` (epoch ms) or a SimpleDateFormat pattern;
     ``columns_given`` says whether the columns came from the user (settings or
-    ``--jtl-columns``) rather than from the 5.6.3 default.
+    ``--jtl-columns``) rather than from the 5.6.3 default; ``delimiter_given`` whether the
+    delimiter did (``default_delimiter`` among the properties). A delimiter not given is
+    read from the JTL's header line when that line uses another one (``sniff_delimiter``).
     """
 
     columns: tuple[str, ...] = DEFAULT_COLUMNS
@@ -82,6 +85,7 @@ class JtlFormat:
     output_format: str = "csv"
     autoflush: bool = False
     columns_given: bool = False
+    delimiter_given: bool = False
 
     def __post_init__(self) -> None:
         if len(self.delimiter) != 1 or self.delimiter in '"\r\n':
@@ -126,6 +130,7 @@ def format_from_properties(props: Mapping[str, str]) -> JtlFormat:
         output_format=props.get(PREFIX + "output_format", "csv").strip().lower() or "csv",
         autoflush=_flag(props, "autoflush", False),
         columns_given=True,
+        delimiter_given=PREFIX + "default_delimiter" in props,
     )
 
 
@@ -219,3 +224,31 @@ def header_columns(fields: Sequence[str]) -> tuple[str, ...] | None:
         return None
     known = sum(1 for f in fields if f in KNOWN_COLUMNS)
     return tuple(fields) if known >= 2 else None
+
+
+# Known column names, longest first: the first field of a header starts with one of them.
+_BY_LENGTH = sorted(KNOWN_COLUMNS, key=len, reverse=True)
+
+
+def sniff_delimiter(line: str) -> str | None:
+    """The delimiter of a header line written with JMeter's ``default_delimiter``, or
+    ``None`` when ``line`` is not such a header.
+
+    JMeter writes the header as the enabled column names in a fixed order, joined by the
+    delimiter (``timeStamp<TAB>elapsed<TAB>label...``), so the character right after the leading
+    column name is the delimiter; the line must then split into a header
+    (``header_columns``) on it.
+    """
+    for name in _BY_LENGTH:
+        if not line.startswith(name) or len(line) <= len(name):
+            continue
+        delim = line[len(name)]
+        if delim.isalnum() or delim in '_"\r\n':
+            continue
+        try:
+            fields = next(csv.reader([line], delimiter=delim), [])
+        except csv.Error:
+            continue  # a bare CR ...: not a header
+        if header_columns(fields) is not None:
+            return delim
+    return None

@@ -15,14 +15,17 @@ from __future__ import annotations
 
 import csv
 import logging
+import re
 from datetime import tzinfo
 
 from loadguard.errors import JtlError
 from loadguard.jtl.columns import (
     JMETER_2_13_COLUMNS,
+    PREFIX,
     REQUIRED_COLUMNS,
     JtlFormat,
     header_columns,
+    sniff_delimiter,
 )
 from loadguard.jtl.csv_rows import (
     CsvChunkParser,
@@ -37,6 +40,19 @@ log = logging.getLogger(__name__)
 
 CHUNK_BYTES = 8 << 20
 MAX_RECORD_BYTES = 4 << 20
+
+
+# A headerless row's leading epoch-ms timestamp and the character after it.
+_LEADING_MS = re.compile(r"\d{1,15}([^\w\"\r\n.:/+-])")
+
+
+def _fields(record: str | None, delimiter: str) -> list[str]:
+    if not record:
+        return []
+    try:
+        return next(csv.reader([record], delimiter=delimiter), [])
+    except csv.Error:
+        return []  # not even a CSV record (a bare CR...): no header; rows count it
 
 
 class CsvStreamDecoder:
@@ -57,6 +73,8 @@ class CsvStreamDecoder:
         self.chunk_bytes = chunk_bytes
         self.max_record_bytes = max_record_bytes
         self.columns: tuple[str, ...] | None = None
+        # The configured delimiter, or the one the header line (or first row) shows.
+        self.delimiter = fmt.delimiter
         self.has_header: bool | None = None
         self.warnings: list[str] = []
         self.records = 0
@@ -71,6 +89,38 @@ class CsvStreamDecoder:
     def _warn(self, message: str) -> None:
         self.warnings.append(message)
         log.warning("%s", message)
+
+    def _sniff(self, first: str, fields: list[str]) -> list[str]:
+        """The first record split on the delimiter its header line shows
+        (``sniff_delimiter``), when that is not the one configured. A delimiter the user
+        gave is kept, with a warning."""
+        configured = self.delimiter
+        found = sniff_delimiter(first)
+        if found is None or found == configured:
+            return fields
+        if self.fmt.delimiter_given:
+            self._warn(
+                f"the JTL header line is delimited by {found!r}, not by the configured "
+                f"default_delimiter {configured!r}: reading it with {configured!r} as "
+                "configured (rows will count as malformed if that is wrong)"
+            )
+            return fields
+        log.info("JTL header line is delimited by %r: reading the JTL with it", found)
+        self.delimiter = found
+        return _fields(first, found)
+
+    def _delimiter_hint(self, first: str, columns: int) -> str:
+        """For a headerless first row of the wrong width: the delimiter that would split it
+        into ``columns`` fields (after a leading epoch-ms timestamp), as advice. Rows are
+        not read with a guessed delimiter."""
+        m = _LEADING_MS.match(first)
+        if m is None or m.group(1) == self.delimiter or len(_fields(first, m.group(1))) != columns:
+            return ""
+        shown = "\\t" if m.group(1) == "\t" else m.group(1)
+        return (
+            f" (it splits into {columns} fields on {m.group(1)!r}: "
+            f"-J {PREFIX}default_delimiter={shown}?)"
+        )
 
     def _decide_columns(self, final: bool) -> bool:
         """Read the first record: a header, or the first data row. False: need more bytes."""
@@ -89,11 +139,11 @@ class CsvStreamDecoder:
                 first = ""  # an oversized first line: no header, let the rows path count it
             else:
                 return False
-        try:
-            fields = next(csv.reader([first], delimiter=self.fmt.delimiter), []) if first else []
-        except csv.Error:
-            fields = []  # not even a CSV record (a bare CR...): no header; rows count it
+        fields = _fields(first, self.delimiter)
         named = header_columns(fields)
+        if named is None and first:
+            fields = self._sniff(first, fields)
+            named = header_columns(fields)
         if named is not None:
             missing = [c for c in REQUIRED_COLUMNS if c not in named]
             if missing:
@@ -117,15 +167,16 @@ class CsvStreamDecoder:
                     )
                 else:
                     source = "configured" if self.fmt.columns_given else "JMeter 5.6.3 default"
+                    hint = self._delimiter_hint(first or "", len(self.columns))
                     self._warn(
                         f"JTL has no header and its first row has {len(fields)} fields, but "
                         f"the {source} columns are {len(self.columns)}: rows will count as "
-                        "malformed; pass --jtl-columns or --jmeter-properties"
+                        f"malformed; pass --jtl-columns or --jmeter-properties{hint}"
                     )
         self._parser = CsvChunkParser(
             CsvLayout(
                 self.columns,
-                self.fmt.delimiter,
+                self.delimiter,
                 self.fmt.timestamp_format,
                 self.tz,
                 thread_names=self.thread_names,

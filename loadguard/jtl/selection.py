@@ -119,9 +119,10 @@ class RowSelector:
                     prev_label = str(names[codes[p]])
                     prev_root = root.get(p, prev_label)
                 else:
-                    prev_label, prev_root = self._last.get(
-                        str(threads[rows.thread_code[i]]), ("", "")
-                    )
+                    # The thread's last row from an earlier chunk; a CSV reader that only
+                    # started reading thread names with this chunk filed it under "".
+                    thread = str(threads[rows.thread_code[i]])
+                    prev_label, prev_root = self._last.get(thread) or self._last.get("", ("", ""))
                 if parent and parent in (prev_label, prev_root):
                     sub[i] = True
                     root[i] = prev_root
