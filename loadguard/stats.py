@@ -81,7 +81,9 @@ class WindowStats:
     ``window_end_ms`` is the window's right edge in epoch ms (sample *completion* time
     ``timeStamp + elapsed``); the window covers ``(window_end_ms - window_ms, window_end_ms]``.
     ``newest_sample_ms`` is the newest completion time seen so far (for staleness), and
-    ``malformed_rows`` the running count of rows the reader could not use.
+    ``malformed_rows`` the running count of rows the reader could not use, and
+    ``illegal_xml_chars`` that of characters XML 1.0 forbids that it replaced (binary
+    response data in an XML JTL; the samples holding them count).
     """
 
     window_end_ms: int
@@ -90,6 +92,7 @@ class WindowStats:
     labels: Mapping[str, LabelStats] = field(default_factory=dict)
     malformed_rows: int = 0
     newest_sample_ms: int | None = None
+    illegal_xml_chars: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -98,6 +101,7 @@ class WindowStats:
             "overall": self.overall.to_json(),
             "labels": {name: s.to_json() for name, s in sorted(self.labels.items())},
             "malformed_rows": self.malformed_rows,
+            "illegal_xml_chars": self.illegal_xml_chars,
         }
 
     @classmethod
@@ -108,4 +112,5 @@ class WindowStats:
             overall=LabelStats.from_json(data["overall"]),
             labels={k: LabelStats.from_json(v) for k, v in data.get("labels", {}).items()},
             malformed_rows=int(data.get("malformed_rows", 0)),
+            illegal_xml_chars=int(data.get("illegal_xml_chars", 0)),
         )

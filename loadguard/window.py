@@ -118,7 +118,8 @@ def _merge(runs: list[_Run]) -> _Run:
 class Window:
     """Exact rolling statistics over a sliding window of sample completion times.
 
-    ``malformed_rows`` is read at every ``stats`` call (the reader's running count).
+    ``malformed_rows`` and ``illegal_xml_chars`` are read at every ``stats`` call (the
+    reader's running counts).
     ``overall_excludes`` names labels that get their own per-label statistics but are left
     out of ``overall`` (Transaction Controller rows under ``--transactions``: their
     children are already counted once); it is read at every ``stats`` call too.
@@ -131,12 +132,14 @@ class Window:
         by_label: bool = True,
         malformed_rows: Callable[[], int] | None = None,
         overall_excludes: Callable[[], Collection[str]] | None = None,
+        illegal_xml_chars: Callable[[], int] | None = None,
     ) -> None:
         if window_ms <= 0:
             raise ValueError("window_ms must be positive")
         self.window_ms = int(window_ms)
         self.by_label = by_label
         self._malformed_rows = malformed_rows
+        self._illegal_xml_chars = illegal_xml_chars
         self._overall_excludes = overall_excludes
         self._runs: dict[int, list[_Run]] = {}  # label code -> runs
         self._labels: list[str] = []
@@ -272,7 +275,8 @@ class Window:
             # Sorted per-label runs: a stable (merge) sort of their concatenation is cheap.
             merged = np.sort(np.concatenate(overall_parts), kind="stable")
             overall = _label_stats(merged, overall_ok, seconds)
-        return WindowStats(now, self.window_ms, overall, labels, malformed, self._newest)
+        illegal = self._illegal_xml_chars() if self._illegal_xml_chars is not None else 0
+        return WindowStats(now, self.window_ms, overall, labels, malformed, self._newest, illegal)
 
 
 def _label_stats(sorted_elapsed: I64, ok_count: int, seconds: float) -> LabelStats:

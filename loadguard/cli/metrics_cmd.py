@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from datetime import UTC, datetime
@@ -48,15 +49,7 @@ def build_format(
         props = read_properties(list(jmeter_properties), dict(parse_override(o) for o in overrides))
         fmt = format_from_properties(props)
     if jtl_columns:
-        fmt = JtlFormat(
-            columns=parse_columns(jtl_columns),
-            delimiter=fmt.delimiter,
-            header=fmt.header,
-            timestamp_format=fmt.timestamp_format,
-            output_format=fmt.output_format,
-            autoflush=fmt.autoflush,
-            columns_given=True,
-        )
+        fmt = dataclasses.replace(fmt, columns=parse_columns(jtl_columns), columns_given=True)
     return fmt
 
 
@@ -150,6 +143,7 @@ def metrics(
             window_ms,
             malformed_rows=lambda: follower.malformed_rows,
             overall_excludes=lambda: follower.transaction_labels if transactions else (),
+            illegal_xml_chars=lambda: follower.illegal_xml_chars,
         )
         if not as_json:
             click.echo(_HEADER)
@@ -165,7 +159,12 @@ def metrics(
     click.echo(
         f"{status.records} records: {status.rows_counted} counted, "
         f"{status.skipped_transactions} transaction rows, {status.skipped_subresults} "
-        f"sub-results, {status.filtered} filtered out, {status.malformed_rows} malformed",
+        f"sub-results, {status.filtered} filtered out, {status.malformed_rows} malformed"
+        + (
+            f", {status.illegal_xml_chars} illegal XML characters replaced"
+            if status.illegal_xml_chars
+            else ""
+        ),
         err=True,
     )
     for bad in status.bad_rows:

@@ -79,6 +79,11 @@ class FollowerStatus:
     buffered_suspected: bool
     warnings: tuple[str, ...]
     transaction_labels: tuple[str, ...]
+    #: CSV: the delimiter in use (configured, or read from the header line).
+    delimiter: str | None = None
+    #: XML: characters XML 1.0 forbids (binary response data), replaced so the samples
+    #: holding them still count.
+    illegal_xml_chars: int = 0
 
 
 class JtlFollower:
@@ -120,8 +125,11 @@ class JtlFollower:
         self._skip_hole = False  # after a restart: skip leading NUL bytes
         self._in_hole = False  # the last chunk fed was all hole
         self._carry_columns: tuple[str, ...] | None = None
+        self._carry_delimiter: str | None = None
         self._decoder: _Decoder | None = None
         self._csv: CsvStreamDecoder | None = None
+        self._xml: XmlStreamDecoder | None = None
+        self._illegal_before = 0  # illegal XML characters of the decoders before a restart
         self._records_before = 0
         self._growth_polls = 0
         self._midrecord_polls = 0
@@ -136,9 +144,21 @@ class JtlFollower:
         return tuple(self.bad.samples)
 
     @property
+    def illegal_xml_chars(self) -> int:
+        """Characters XML 1.0 forbids, replaced (U+FFFD) so their samples still count."""
+        return self._illegal_before + (self._xml.illegal_chars if self._xml is not None else 0)
+
+    @property
     def warnings(self) -> tuple[str, ...]:
         csv_warnings = tuple(self._csv.warnings) if self._csv is not None else ()
-        return tuple(self._warnings) + csv_warnings
+        xml_warnings: tuple[str, ...] = ()
+        if self.illegal_xml_chars:
+            xml_warnings = (
+                f"JTL {self.path} holds {self.illegal_xml_chars} characters XML 1.0 forbids "
+                "(binary response data saved with jmeter.save.saveservice.response_data?): "
+                "they were replaced and their samples still count",
+            )
+        return tuple(self._warnings) + csv_warnings + xml_warnings
 
     @property
     def transaction_labels(self) -> frozenset[str]:
@@ -166,6 +186,8 @@ class JtlFollower:
             buffered_suspected=self.buffered_suspected,
             warnings=self.warnings,
             transaction_labels=tuple(sorted(self.selector.transaction_labels)),
+            delimiter=self._csv.delimiter if self._csv is not None else None,
+            illegal_xml_chars=self.illegal_xml_chars,
         )
 
     # -- file handling ---------------------------------------------------------------
@@ -200,15 +222,20 @@ class JtlFollower:
         self.format = "xml" if is_xml else "csv"
         if is_xml:
             self._csv = None
-            return XmlStreamDecoder(
+            self._xml = XmlStreamDecoder(
                 self.bad,
                 timestamp_format=self.fmt.timestamp_format,
                 tz=self.tz,
                 max_record_bytes=self.max_record_bytes,
             )
+            return self._xml
         fmt = self.fmt
         if self._carry_columns is not None:
             fmt = dataclasses.replace(fmt, columns=self._carry_columns, columns_given=True)
+        if self._carry_delimiter is not None:
+            # Headerless rows after a truncation use the delimiter learnt so far; a new
+            # header line may still show another one.
+            fmt = dataclasses.replace(fmt, delimiter=self._carry_delimiter)
         self._csv = CsvStreamDecoder(
             fmt,
             self.bad,
@@ -224,8 +251,12 @@ class JtlFollower:
         log.warning("JTL %s %s: reading it again from the start", self.path, why)
         if self._decoder is not None:
             self._records_before += getattr(self._decoder, "records", 0)
+        if self._xml is not None:
+            self._illegal_before += self._xml.illegal_chars
+            self._xml = None
         if self._csv is not None and self._csv.columns:
             self._carry_columns = tuple(self._csv.columns)
+            self._carry_delimiter = self._csv.delimiter
         self._decoder = None
         self._head = b""
         self._skip_hole = True

@@ -11,13 +11,31 @@ one). Complete elements are parsed with lxml, many at a time; when a group fails
 parse, its elements are parsed one by one and each broken one counts as one bad row, so
 garbage never stops the reader (an incremental parser, once broken, would stop for good).
 
-Rows come out in document order, parent first. A Transaction Controller element with
-``generate parent sample`` holds its samplers as children: those are samplers' own
-results and are counted; anything nested deeper (or under a plain sampler) is a sub-result.
+Rows come out in document order, parent first. Each request counts once: a *generated
+parent* holds the results of the samplers under it as children, and those are samplers'
+own results (rows of their own, at any depth: a parent inside a parent is walked the same
+way); the parent itself is marked ``transaction``. Generated parents are
+
+* Transaction Controller results (``generate parent sample``): message ``Number of samples
+  in transaction : ...``, or a label once seen on one (a controller cut short at the end
+  of the test writes an empty message);
+* any other plain ``<sample>`` holding nested samples: a Parallel Controller's
+  ``generate parent sample`` result (its children are labelled ``<parent>-<n>``), or a
+  script sampler that bundles results. A sampler's own sub-results (redirects, embedded
+  resources) sit under an ``<httpSample>``.
+
+Everything nested under a sampler's own result is a sub-result.
+
+JMeter writes characters XML 1.0 forbids when it saves a binary response body
+(``response_data=true``): control characters as references such as ``&#x1;``. A group of
+elements that fails to parse is scrubbed (such references, raw C0 control bytes and bytes
+that are not UTF-8 become U+FFFD, counted in ``illegal_chars``) and parsed again, so those
+samples still count. The scrub is one regex pass over the failed bytes.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from datetime import tzinfo
 
@@ -33,11 +51,53 @@ from loadguard.jtl.raw_rows import (
 )
 from loadguard.jtl.timestamps import parse_timestamps
 
+log = logging.getLogger(__name__)
+
 _SAMPLE_TAGS = frozenset(["httpSample", "sample"])
 _TOP_START = re.compile(rb"(?m)^<(?:httpSample|sample)[\s/>]")
 _TOP_END_TAG = re.compile(rb"(?m)^(?:</httpSample>|</sample>)[ \t\r]*$")
 _DOC_END = re.compile(rb"(?m)^</testResults>")
 _PROLOG = re.compile(rb"^\s*(?:<\?xml[^>]*\?>\s*)?(?:<\?[^>]*\?>\s*)*(?:<testResults[^>]*>)?\s*$")
+
+
+# A C0 control byte XML 1.0 forbids, or a character reference (to any code point; the
+# callback keeps the legal ones).
+_ILLEGAL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]|&#(?:x([0-9a-fA-F]{1,8})|([0-9]{1,10}));")
+_REPLACEMENT = "\ufffd".encode()
+
+
+def _legal(cp: int) -> bool:
+    return (
+        cp in (0x9, 0xA, 0xD)
+        or 0x20 <= cp <= 0xD7FF
+        or 0xE000 <= cp <= 0xFFFD
+        or 0x10000 <= cp <= 0x10FFFF
+    )
+
+
+def scrub(data: bytes) -> tuple[bytes, int]:
+    """``data`` with what XML 1.0 forbids replaced by U+FFFD, and how many were replaced:
+    C0 control bytes (TAB, LF and CR are allowed), references to characters it forbids
+    (``&#x0;``, ``&#27;``, surrogates ...) and bytes that are not UTF-8."""
+    count = 0
+
+    def fix(m: re.Match[bytes]) -> bytes:
+        nonlocal count
+        if m.group(1) is not None or m.group(2) is not None:
+            cp = int(m.group(1), 16) if m.group(1) is not None else int(m.group(2))
+            if _legal(cp):
+                return m.group(0)
+        count += 1
+        return _REPLACEMENT
+
+    out = _ILLEGAL.sub(fix, data)
+    try:
+        out.decode("utf-8")
+    except UnicodeDecodeError:
+        text = out.decode("utf-8", errors="replace")
+        count += text.count("\ufffd") - out.count(_REPLACEMENT)
+        out = text.encode("utf-8")
+    return out, count
 
 
 class _Regroup(Exception):
@@ -61,6 +121,7 @@ class XmlStreamDecoder:
         self.tz = tz
         self.max_record_bytes = max_record_bytes
         self.records = 0
+        self.illegal_chars = 0
         self.transaction_labels: set[str] = set()
         self._buf = b""
         self._parser = etree.XMLParser(huge_tree=True, resolve_entities=False, no_network=True)
@@ -68,6 +129,14 @@ class XmlStreamDecoder:
     @property
     def held_bytes(self) -> int:
         return len(self._buf)
+
+    def _replaced(self, count: int) -> None:
+        if count and not self.illegal_chars:
+            log.warning(
+                "the XML JTL holds characters XML 1.0 forbids (binary response data?): "
+                "replacing them with U+FFFD; their samples still count"
+            )
+        self.illegal_chars += count
 
     def _bad(self, reason: str, text: bytes) -> None:
         self.records += 1
@@ -135,33 +204,28 @@ class XmlStreamDecoder:
         return blocks
 
     def _rows_of(self, top: etree._Element, out: list[_Row]) -> bool:
-        """Append the rows of one top-level element; False when it is malformed."""
+        """Append the rows of one top-level element, parents first; False when it is
+        malformed. Walked with a stack, not recursion: nesting depth is the file's."""
         mine: list[_Row] = []
-        top_row = self._row(top, subresult=False)
-        if top_row is None:
-            return False
-        is_tx = top_row[6] or top_row[3] in self.transaction_labels
-        if top_row[6]:
-            self.transaction_labels.add(top_row[3])
-        elif is_tx:
-            # A "generate parent sample" controller cut short at the end of the test: empty
-            # message, but its label was a transaction's before.
-            top_row = (*top_row[:6], True, top_row[7])
-        mine.append(top_row)
-        for child in top:
-            if child.tag not in _SAMPLE_TAGS:
-                continue
-            row = self._row(child, subresult=not is_tx)
+        stack: list[tuple[etree._Element, bool]] = [(top, False)]
+        while stack:
+            el, subresult = stack.pop()
+            row = self._row(el, subresult=subresult)
             if row is None:
                 return False
+            children = [c for c in el if c.tag in _SAMPLE_TAGS]
+            generated = False
+            if not subresult:
+                if row[6]:
+                    self.transaction_labels.add(row[3])
+                    generated = True
+                elif row[3] in self.transaction_labels or (el.tag == "sample" and children):
+                    # A transaction cut short (empty message, label seen on one before), or
+                    # another generated parent (Parallel Controller): not a request itself.
+                    row = (*row[:6], True, row[7])
+                    generated = True
             mine.append(row)
-            for sub in child.iter("httpSample", "sample"):
-                if sub is child:
-                    continue
-                row = self._row(sub, subresult=True)
-                if row is None:
-                    return False
-                mine.append(row)
+            stack.extend((c, subresult or not generated) for c in reversed(children))
         out.extend(mine)
         return True
 
@@ -195,8 +259,15 @@ class XmlStreamDecoder:
         try:
             el = etree.fromstring(block, self._parser)
         except etree.XMLSyntaxError as exc:
-            self._bad(f"XML error ({exc.msg})", block)
-            return
+            clean, replaced = scrub(block)
+            try:
+                if not replaced:
+                    raise
+                el = etree.fromstring(clean, self._parser)
+            except etree.XMLSyntaxError:
+                self._bad(f"XML error ({exc.msg})", block)
+                return
+            self._replaced(replaced)
         if el.tag not in _SAMPLE_TAGS or not self._rows_of(el, out):
             self._bad("sample element without usable t/ts/s attributes", block)
             return
@@ -207,10 +278,19 @@ class XmlStreamDecoder:
         if not blocks:
             return RawRows.empty()
         try:
-            wrapper = etree.fromstring(b"<r>" + b"".join(blocks) + b"</r>", self._parser)
+            payload = b"<r>" + b"".join(blocks) + b"</r>"
+            try:
+                wrapper = etree.fromstring(payload, self._parser)
+                replaced = 0
+            except etree.XMLSyntaxError:
+                payload, replaced = scrub(payload)
+                if not replaced:
+                    raise
+                wrapper = etree.fromstring(payload, self._parser)
             tops = [el for el in wrapper if isinstance(el.tag, str)]
             if len(tops) != len(blocks):
                 raise _Regroup
+            self._replaced(replaced)
             for block, el in zip(blocks, tops, strict=True):
                 if el.tag in _SAMPLE_TAGS and self._rows_of(el, rows):
                     self.records += 1

@@ -17,10 +17,11 @@ number, or a ``success`` that is neither ``true`` nor ``false`` (a row cut short
 shifted by an unquoted delimiter). Fields past the header's last column are ignored by
 the parser (``usecols``): such a row counts if its leading columns are sound.
 
-Other JTLs (XML, a CSV without a header line, a CSV with another delimiter) are read by
-the live loop's ``JtlFollower`` with the given ``JtlFormat`` and folded the same way. That
-reader counts each request once, as the sidecar did: Transaction Controller rows and
-sub-results (``<parent>-<n>``) are left out and counted in ``skipped_rows``.
+Other JTLs (XML, a CSV without a header line, a CSV with another delimiter, which its
+header line tells) are read by the live loop's ``JtlFollower`` with the given
+``JtlFormat`` and folded the same way. That reader counts each request once, as the
+sidecar did: Transaction Controller rows and sub-results (``<parent>-<n>``) are left out
+and counted in ``skipped_rows``.
 
 Labels: the first ``MAX_LABELS`` distinct labels get their own exact row; samples of any
 further label are folded into ``OTHER_LABELS`` (still exact, as one group), so a plan
@@ -90,6 +91,8 @@ class JtlDigest:
     source: str = "csv"
     #: Transaction Controller rows and sub-results left out (follower path only).
     skipped_rows: int = 0
+    #: Characters XML 1.0 forbids, replaced so that their samples count (XML only).
+    illegal_xml_chars: int = 0
 
 
 @dataclass
@@ -215,6 +218,7 @@ def _digest_samples(digest: JtlDigest, seconds: _Seconds, fmt: JtlFormat, max_la
     digest.rows = status.records
     digest.malformed_rows = status.malformed_rows
     digest.skipped_rows = status.skipped_transactions + status.skipped_subresults
+    digest.illegal_xml_chars = status.illegal_xml_chars
 
 
 def _digest_frames(digest: JtlDigest, seconds: _Seconds, chunk_rows: int, max_labels: int) -> None:

@@ -108,6 +108,11 @@ def report_html(run: RunData, drawn: list[tuple[charts.Chart, str]]) -> str:
             if run.jtl.skipped_rows
             else ""
         )
+        if run.jtl.illegal_xml_chars:
+            skipped += (
+                f", {run.jtl.illegal_xml_chars:,} characters XML forbids replaced (binary "
+                "response data; those samples still count)"
+            )
         meta.append(
             f"JTL <code>{escape(str(p.jtl))}</code> ({run.jtl.source.upper()}): "
             f"{run.jtl.rows:,} rows, {run.jtl.malformed_rows:,} malformed rows left out" + skipped

@@ -61,7 +61,14 @@ def test_metrics_json_lines_follow_the_documented_schema(tmp_path: Path) -> None
     lines = [json.loads(x) for x in res.stdout.splitlines()]
     assert [x["window_end_ms"] - T0 for x in lines] == [1000, 2000]
     first = lines[0]
-    assert set(first) == {"window_end_ms", "window_ms", "overall", "labels", "malformed_rows"}
+    assert set(first) == {
+        "window_end_ms",
+        "window_ms",
+        "overall",
+        "labels",
+        "malformed_rows",
+        "illegal_xml_chars",
+    }
     assert set(first["overall"]) == {"count", "rps", "ok_rps", "error_rate", "mean_ms", "p50_ms",
                                      "p90_ms", "p95_ms", "p99_ms", "max_ms"}  # fmt: skip
     assert first["window_ms"] == 1000
