@@ -101,12 +101,14 @@ def shop() -> Iterator[RunningTarget]:
 
 
 def _run_shop(n: Newcomer, port: int, *extra: str) -> subprocess.CompletedProcess[str]:
-    """The README's `loadguard run` line, on the user's plan, with a relative --out."""
+    """The README's `loadguard run` line, on the user's plan, with a relative --out; the
+    target's port comes from a property file named relatively after `--`."""
+    (n.work / "shop.properties").write_text(f"port={port}\n")
     return n.loadguard(
         "run", "plans/shop.jmx",
         "--p95", "300ms", "--error-rate", "1%", "--max-rate", "200", "--duration", "15s",
-        "--out", "results/run1", "-J", f"port={port}", "-J", "threads=20", "-J", "duration=60",
-        "-q", *extra,
+        "--out", "results/run1", "-J", "threads=20", "-J", "duration=60", "-q", *extra,
+        "--", "-q", "shop.properties",
     )  # fmt: skip
 
 
@@ -167,6 +169,18 @@ def test_run_reads_plan_relative_files_refuses_a_used_folder_and_reports(
     report = newcomer.loadguard("report", "results/run1")
     assert report.returncode == 0, report.stderr[-2000:]
     assert "<svg" in (run1 / "report.html").read_text()
+
+    # The commands that start no JMeter take relative paths too.
+    metrics = newcomer.loadguard("metrics", "results/run1/results.jtl", "--json")
+    assert metrics.returncode == 0 and '"overall"' in metrics.stdout, metrics.stderr[-2000:]
+    compare = newcomer.loadguard(
+        "compare", "results/run1", "results/run1", "--name", "a", "--name", "b", "-o", "cmp.html"
+    )
+    assert compare.returncode == 0, compare.stderr[-2000:]
+    assert (newcomer.work / "cmp.html").stat().st_size > 0
+    (newcomer.work / "slo.toml").write_text('[slo]\np95 = "250ms"\nerror_rate = "1%"\n')
+    sim = newcomer.loadguard("simulate", "--slo-file", "slo.toml", "--duration", "60s", "--json")
+    assert sim.returncode in (0, 1) and sim.stdout.strip().startswith("{"), sim.stderr[-2000:]
 
 
 def test_attach_beside_a_jmeter_the_user_started_with_relative_paths(
