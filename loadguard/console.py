@@ -84,9 +84,10 @@ class ConsoleReporter:
     def update(self, t: TickResult) -> None:
         if self.quiet:
             return
+        now = t.decision.observation.timer_ms  # monotonic: a clock step is no jump here
         if self.started_ms is None:
-            self.started_ms = t.row.epoch_ms
-        elapsed = (t.row.epoch_ms - self.started_ms) / 1000.0
+            self.started_ms = now
+        elapsed = (now - self.started_ms) / 1000.0
         if self._live is None:
             print(plain_line(t, elapsed, self.verbose), file=self.stream, flush=True)
             return

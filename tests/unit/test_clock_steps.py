@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import csv
+import io
+import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,9 +15,10 @@ import pytest
 
 from loadguard.actuator.engines import EngineAck, PushResult
 from loadguard.clock import Staleness
+from loadguard.console import ConsoleReporter
 from loadguard.decisions import DecisionLogWriter
 from loadguard.jtl.sample import SampleBatch
-from loadguard.loop import ControlLoop, LoopSettings
+from loadguard.loop import ControlLoop, LoopSettings, TickResult
 from loadguard.policies import build_policy
 from loadguard.slo import SloSpec
 from loadguard.summary import SummaryBuilder
@@ -81,7 +85,10 @@ class WallStampedSource:
 
 
 def run_loop(
-    tmp_path: Path, clock: SteppingClock, policy: str = "gradient"
+    tmp_path: Path,
+    clock: SteppingClock,
+    policy: str = "gradient",
+    on_tick: Callable[[TickResult], None] | None = None,
 ) -> list[dict[str, str]]:
     spec = SloSpec.from_options(p95="250ms", error_rate="1%", window="5s", max_rate="500")
     engine = Engine()
@@ -97,6 +104,7 @@ def run_loop(
         summary=SummaryBuilder(spec.window_ms, spec.log_thresholds()),
         settings=LoopSettings(tick_ms=1000, max_duration_ms=120_000),
         clock=clock,
+        on_tick=on_tick,
     )
     outcome = loop.run(20.0)
     writer.close()
@@ -152,3 +160,11 @@ def test_policy_timers_run_through_a_wall_clock_step(
     stepped = run_loop(tmp_path / "b", SteppingClock(step_at=10_500, step_ms=step_ms), policy)
     assert [r["new_rate"] for r in stepped] == [r["new_rate"] for r in smooth]
     assert float(stepped[-1]["new_rate"]) > 2 * float(stepped[10]["new_rate"])
+
+
+def test_the_console_counts_elapsed_time_through_a_step(tmp_path: Path) -> None:
+    out = io.StringIO()
+    console = ConsoleReporter(stream=out, live=False)
+    run_loop(tmp_path, SteppingClock(step_at=40_500, step_ms=-HOUR_MS), on_tick=console.update)
+    elapsed = [int(t) for t in re.findall(r"t=\s*(-?\d+)s", out.getvalue())]
+    assert elapsed == list(range(120))
