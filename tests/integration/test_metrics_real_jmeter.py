@@ -2,7 +2,9 @@
 
 The plan (tests/plans/metrics_mix.jmx) mixes passing and failing samplers, a label that
 needs CSV quotes and one holding a raw newline, redirects (sub-result rows), and
-Transaction Controllers with and without "generate parent sample". Every window and
+Transaction Controllers with and without "generate parent sample", one inside another.
+/ok answers a body with control characters, which the XML JTL saves as references XML
+forbids; a CSV JTL is also written tab-delimited and read without flags. Every window and
 every label of ``loadguard metrics --json`` is checked against an independent pandas
 computation that knows the plan's sampler names (so it needs no sub-result or
 transaction logic of its own).
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import subprocess
 import threading
 import time
@@ -64,6 +67,8 @@ class _MixHandler(BaseHTTPRequestHandler):
             self.end_headers()
             return
         body = b"ok\n"
+        if self.path == "/ok":
+            body = b"ok\x00\x01\x1b\n"  # binary: JMeter writes &#x0; &#x1; &#x1b; in XML
         if self.path == "/flaky" and n % 4 == 0:
             self.send_response(500, 'Server Error, "flaky"')
             body = b"nope\n"
@@ -71,6 +76,7 @@ class _MixHandler(BaseHTTPRequestHandler):
             if self.path == "/slow":
                 time.sleep(random.random() * 0.02)
             self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
@@ -96,14 +102,16 @@ def mix_server() -> Iterator[int]:
 def _reference_rows(jtl: Path, props: Mapping[str, str]) -> pd.DataFrame:
     """end_ms, elapsed, success, label of the sampler rows, read independently."""
     if props.get(SS + "output_format") == "xml":
-        root = etree.parse(str(jtl)).getroot()
+        # The binary bodies' control characters: references XML 1.0 forbids.
+        text = re.sub(rb"&#x(?:[0-8bcef]|1[0-9a-f]);", b"", jtl.read_bytes())
+        root = etree.fromstring(text)
         recs = [
             (int(e.get("ts")), int(e.get("t")), e.get("s") == "true", e.get("lb"))
             for e in root.iter("httpSample", "sample")
         ]
         df = pd.DataFrame(recs, columns=["start", "elapsed", "success", "label"])
     else:
-        sep = props.get(SS + "default_delimiter", ",")
+        sep = props.get(SS + "default_delimiter", ",").replace("\\t", "\t")
         header = props.get(SS + "print_field_names", "true") == "true"
         names = None if header else JMETER_563_COLUMNS
         raw = pd.read_csv(jtl, sep=sep, header=0 if header else None, names=names,
@@ -148,8 +156,11 @@ FORMATS = {
         SS + "timestamp_format": DATE_FORMAT,
         SS + "default_delimiter": ";",
     },
-    "xml": {SS + "output_format": "xml"},
+    "xml": {SS + "output_format": "xml", SS + "response_data": "true"},
+    "csv-header-tab": {SS + "default_delimiter": "\\t"},
 }
+# Formats read without telling LoadGuard how they were written.
+NO_FLAGS = {"csv-header", "csv-header-tab"}
 
 
 @pytest.mark.parametrize("name", list(FORMATS))
@@ -164,7 +175,9 @@ def test_metrics_matches_pandas_for_every_window_and_label(
     ref = _reference_rows(jtl, props)
     assert len(ref) > 50
     assert not ref["success"].all(), "the plan must produce failing samples"
-    overrides = [a for k, v in props.items() for a in ("-J", f"{k}={v}")]
+    overrides = (
+        [] if name in NO_FLAGS else [a for k, v in props.items() for a in ("-J", f"{k}={v}")]
+    )
     for window_ms, step in ((2000, "500ms"), (1000, "1s")):
         res = CliRunner().invoke(cli, ["metrics", str(jtl), "--json", "--window",
                                        f"{window_ms}ms", "--step", step, *overrides])  # fmt: skip
@@ -172,6 +185,9 @@ def test_metrics_matches_pandas_for_every_window_and_label(
         lines = [json.loads(x) for x in res.stdout.splitlines()]
         assert lines, res.stderr
         assert "0 malformed" in res.stderr
+        if name == "xml":  # every sample counted, the forbidden characters counted
+            assert "illegal XML characters replaced" in res.stderr
+            assert lines[-1]["illegal_xml_chars"] > 0
         assert " 0 transaction rows" not in res.stderr  # transactions were seen and skipped
         assert " 0 sub-results" not in res.stderr
         for line in lines:
@@ -191,7 +207,7 @@ def test_metrics_matches_pandas_for_every_window_and_label(
             # Windows that tile time count every sampler row exactly once.
             assert sum(line["overall"]["count"] for line in lines) == len(ref)
     # The report reads the same file (XML and headerless ones through the follower).
-    digest = digest_jtl(jtl, fmt=format_from_properties(props) if props else None)
+    digest = digest_jtl(jtl, fmt=None if name in NO_FLAGS else format_from_properties(props))
     assert digest.malformed_rows == 0
     for lb, group in ref.groupby("label"):
         d = digest.labels[str(lb)]
