@@ -11,6 +11,7 @@ from types import FrameType
 
 import click
 
+from loadguard.cli.suite_cmd import run_suite_command
 from loadguard.durations import parse_duration_s
 from loadguard.errors import UsageError
 from loadguard.evaluate.config import EvalConfig
@@ -42,6 +43,20 @@ def _command_line() -> str:
 @click.command("evaluate")
 @click.option("--quick", is_flag=True, help="CI smoke test: 3 schemes, 1 run, 20 s runs.")
 @click.option(
+    "--suite",
+    is_flag=True,
+    help="The controller's plant suite in the simulator instead (every plant x policy vs "
+    "the fixed-rate frontier; --doc default docs/controller.md; quick: default policy, "
+    "1 seed).",
+)
+@click.option("--plants", multiple=True, help="--suite: plants by number or name (default 1-9).")
+@click.option("--policies", multiple=True, help="--suite: policies (default all; quick: default).")
+@click.option(
+    "--baseline",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="--suite: an earlier suite.json whose rows are shown as 'before'.",
+)
+@click.option(
     "--schemes",
     multiple=True,
     help="Comma-separated subset of " + ", ".join(s.name for s in SCHEMES) + " (default all).",
@@ -72,6 +87,10 @@ def _command_line() -> str:
     help="Run nothing: write the PNGs and the report again from the finished runs in --out.",
 )
 def evaluate_cmd(
+    suite: bool,
+    plants: tuple[str, ...],
+    policies: tuple[str, ...],
+    baseline: Path | None,
     force: bool,
     render_only: bool,
     quick: bool,
@@ -97,12 +116,20 @@ def evaluate_cmd(
       loadguard evaluate --quick
       loadguard evaluate --repetitions 2 --duration 120s --doc docs/evaluation.md
       loadguard evaluate --schemes FFA,gradient --repetitions 1 --duration 60s
+      loadguard evaluate --suite --quick --doc docs/controller.md
+      loadguard evaluate --suite --plants cliff,6 --policies gradient,threezone
       loadguard evaluate --repetitions 2 --duration 180s --out runs/ --doc docs/evaluation.md \\
                          --render-only    # report again from runs/, nothing re-run
     """
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr, force=True
     )
+    if suite:
+        run_suite_command(
+            quick=quick, plants=plants, policies=policies, seeds=repetitions,
+            duration=duration, baseline=baseline, doc=doc, out=out, command=_command_line(),
+        )  # fmt: skip
+        return
     out_dir = out or Path("results") / datetime.now().strftime("evaluate-%Y%m%d-%H%M%S")
     overrides: dict[str, object] = {
         "seed": seed,
