@@ -263,9 +263,10 @@ def test_raw_control_bytes_and_bytes_that_are_not_utf8_are_replaced_and_counted(
 
 
 def test_legal_character_references_are_kept_and_not_counted() -> None:
-    text = b"&#xd;&#10;&#9;&#x1F600;&#xFFFD;&amp;#x1;"
+    text = b"&#xd;&#10;&#13;&#9;&#x7f;&#x1F600;&#x00001F600;&#xFFFD;&#65533;&amp;#x1;"
     assert scrub(text) == (text, 0)
-    assert scrub(b"&#x0;&#27;&#xD800;&#xFFFE;&#x110000;") == ("\ufffd".encode() * 5, 5)
+    bad = b"&#x0;&#x0000;&#27;&#xD800;&#xFFFE;&#65535;&#x110000;&#55296;"
+    assert scrub(bad) == ("\ufffd".encode() * 8, 8)
 
 
 def test_a_broken_element_beside_binary_data_costs_only_itself() -> None:
