@@ -5,7 +5,8 @@ and returns the rows of the records they complete; it holds the partial last rec
 (which may end inside a quoted field, past a raw newline) until the rest arrives.
 ``finish()`` is end-of-file: the held tail is read as a final record.
 
-The first record decides the columns: a header line names them; otherwise they come
+The first record decides the columns: a header line names them (and, unless the format
+gives one, the delimiter: the character after its leading column name); otherwise they come
 from the ``JtlFormat`` (saveservice settings, ``--jtl-columns`` or the 5.6.3 default). A
 first row whose field count disagrees with defaulted columns is reported in
 ``warnings`` (and switched to JMeter 2.13's 12 columns when it has exactly 12 fields).

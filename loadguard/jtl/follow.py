@@ -13,8 +13,11 @@ rows they complete, already selected (each request once, see ``selection``). It:
   mode, so after ``: > results.jtl`` it keeps writing at its old offset and the file
   starts with a hole. The restarted CSV decoder keeps the column layout learnt so far
   (the rows after a truncation have no header);
-* tells CSV from XML by the first byte (``<``), unless the format says;
-* counts bad rows (``malformed_rows``) and keeps the first ones (``bad_rows``);
+* tells CSV from XML by the first byte (``<``), unless the format says; a CSV's delimiter
+  comes from its header line unless the format gives one (``CsvStreamDecoder``);
+* counts bad rows (``malformed_rows``) and keeps the first ones (``bad_rows``), and the
+  characters XML 1.0 forbids that the XML reader replaced (``illegal_xml_chars``: binary
+  response bodies; their samples count);
 * fills ``SampleBatch.thread_name`` from CSV only with ``thread_names=True`` or once a
   label shaped like a sub-result (``<x>-<n>``) has been seen: thread names cost a fifth of
   the parse and only sub-result detection needs them (XML always has them);
