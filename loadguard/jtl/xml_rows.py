@@ -30,7 +30,8 @@ JMeter writes characters XML 1.0 forbids when it saves a binary response body
 (``response_data=true``): control characters as references such as ``&#x1;``. A group of
 elements that fails to parse is scrubbed (such references, raw C0 control bytes and bytes
 that are not UTF-8 become U+FFFD, counted in ``illegal_chars``) and parsed again, so those
-samples still count. The scrub is one regex pass over the failed bytes.
+samples still count. The scrub is linear: a C-speed regex pass for control characters, one
+for rare references to high code points, a UTF-8 check.
 """
 
 from __future__ import annotations
