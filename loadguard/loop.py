@@ -50,6 +50,9 @@ class SampleSource(Protocol):
     @property
     def malformed_rows(self) -> int: ...
 
+    @property
+    def illegal_xml_chars(self) -> int: ...
+
 
 class Evaluator(Protocol):
     def evaluate(self, stats: WindowStats, now_ms: int, commanded_rps: float) -> Observation: ...

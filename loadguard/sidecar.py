@@ -186,6 +186,7 @@ def drive(
             window=Window(
                 cfg.spec.window_ms,
                 malformed_rows=lambda: source.malformed_rows,
+                illegal_xml_chars=lambda: source.illegal_xml_chars,
                 overall_excludes=transaction_labels,
             ),
             evaluator=cfg.spec,

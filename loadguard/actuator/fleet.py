@@ -329,6 +329,10 @@ class FleetSource:
     def malformed_rows(self) -> int:
         return self.inner.malformed_rows
 
+    @property
+    def illegal_xml_chars(self) -> int:
+        return self.inner.illegal_xml_chars
+
     def poll(self) -> SampleBatch:
         batch = self.inner.poll()
         self.samples_seen += len(batch)

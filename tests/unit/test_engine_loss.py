@@ -413,6 +413,10 @@ class _ListSource:
     def malformed_rows(self) -> int:
         return 0
 
+    @property
+    def illegal_xml_chars(self) -> int:
+        return 0
+
     def poll(self) -> SampleBatch:
         return self.batches.pop(0) if self.batches else SampleBatch.empty()
 

@@ -50,6 +50,7 @@ class LiveSource:
 
     polls: int = 0
     malformed_rows: int = 0
+    illegal_xml_chars: int = 0
     ends: list[int] = field(default_factory=list)
 
     def poll(self) -> SampleBatch:
