@@ -41,7 +41,8 @@ class Observation:
     """One window judged against the SLO.
 
     ``pressure`` is the largest ``value / threshold`` over every SLO judged in this window
-    (overall and per label; 1.0 is exactly on a threshold), ``None`` for NO_DATA. Policies
+    (overall and per label; 1.0 is exactly on a threshold; a breach of a 0 threshold
+    counts as ``slo.ZERO_LIMIT_PRESSURE``, never infinity), ``None`` for NO_DATA. Policies
     that steer toward a setpoint below the SLO read it.
 
     ``now_ms`` is wall-clock epoch ms (the window's edge, the log's timestamp);
