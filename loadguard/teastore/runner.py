@@ -10,8 +10,9 @@ service of the per-service layout gets a free one), writes a fresh instance fold
 run (``$TMPDIR/loadguard-teastore-*``, one CATALINA_BASE per Tomcat) and starts every
 Tomcat at once: the services retry their registration and wait for the persistence
 service themselves. ``wait_ready`` polls the status page every ``poll_s`` until it shows
-every service ready (``status``) and a login as ``user1`` succeeds (``login_works``),
-failing early when a JVM exits. ``stop`` SIGTERMs every
+every service ready (``status``), a login as ``user1`` succeeds (``login_works``) and
+the home, category and product pages have each been served once (``pages_work``: their
+first views compile JSPs and scale images), failing early when a JVM exits. ``stop`` SIGTERMs every
 Tomcat's process group, SIGKILLs what is left after ``stop_grace_s``, and removes the
 instance folder (kept after a failed start when the logs are in it).
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import re
 import shutil
 import socket
 import tempfile
@@ -107,6 +109,41 @@ def login_works(port: int, timeout_s: float = 30.0) -> bool:
         conn.close()
 
 
+def _get(port: int, path: str, timeout_s: float) -> tuple[int, str]:
+    conn = http.client.HTTPConnection(HOST, port, timeout=timeout_s)
+    try:
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        return resp.status, resp.read().decode("utf-8", "replace")
+    finally:
+        conn.close()
+
+
+def pages_work(port: int, timeout_s: float = 30.0) -> bool:
+    """GET the home page, every category's first page and one product page: True when
+    all answer 200. Their first requests after a start compile JSPs and scale images,
+    which on a busy machine can outlast TeaStore's 6 s inter-service read timeout (a 500)."""
+    base = f"/{WEBUI}/"
+    try:
+        status, home = _get(port, base, timeout_s)
+        categories = sorted(set(re.findall(r"category=([0-9]+)", home)))
+        if status != 200 or not categories:
+            return False
+        product = None
+        for cat in categories:
+            status, page = _get(port, f"{base}category?category={cat}&page=1", timeout_s)
+            if status != 200:
+                return False
+            found = re.search(r'name="productid" value="([0-9]+)"', page)
+            product = product or (found.group(1) if found else None)
+        if product is None:
+            return False
+        status, _ = _get(port, f"{base}product?id={product}", timeout_s)
+        return status == 200
+    except (OSError, http.client.HTTPException):
+        return False
+
+
 def fetch_status(url: str, timeout_s: float = 10.0) -> Status | None:
     """The parsed status page, or None when it does not answer 200 yet."""
     try:
@@ -174,9 +211,15 @@ class TeaStore:
             if status is not None:
                 # The status page can be all green while the auth service's client for
                 # the persistence service is not set up yet: a first login then fails.
-                if status.ready and login_works(self.port):
-                    return status
-                summary = status.summary() + (", a login fails" if status.ready else "")
+                if status.ready:
+                    if not login_works(self.port):
+                        summary = status.summary() + ", a login fails"
+                    elif not pages_work(self.port):
+                        summary = status.summary() + ", a first page view fails"
+                    else:
+                        return status
+                else:
+                    summary = status.summary()
                 if summary != shown:
                     shown = summary
                     self.log(f"waiting: {shown}")
