@@ -103,3 +103,16 @@ def test_simulate_cli_accepts_a_zero_threshold(slo: list[str]) -> None:
     result = CliRunner().invoke(cli, ["simulate", *slo, "--duration", "30s", "--json"])
     assert result.exit_code == 0, result.output
     assert '"final_rate"' in result.stdout
+
+
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+def test_auto_stop_fires_on_a_zero_ms_p95_and_not_on_a_clean_zero_error_rate(
+    policy: str,
+) -> None:
+    p95 = SloSpec.from_options(p95="0ms")
+    stopped = simulate(CALM, p95, build_policy(policy, p95, auto_stop=3))
+    assert stopped.stopped_at_s is not None
+    assert stopped.ticks[-1].decision.reason == "auto_stop"
+    errors = SloSpec.from_options(error_rate="0%")
+    clean = simulate(CALM, errors, build_policy(policy, errors, auto_stop=3))
+    assert clean.stopped_at_s is None and len(clean.ticks) == 60
