@@ -39,6 +39,14 @@ rises grow by ``momentum`` (a re-ramp after a capacity drop), and a rise stops
 *Breach*. Cut at once, by the severity: :math:`Δx = -k_b \ln P`, clipped to
 :math:`[\ln β_{max}, \ln β_{min}]` (``max_down``, ``breach_min_cut``): a window just over
 the SLO costs 10 %, a collapse halves the rate. A BREACH therefore never increases.
+
+*Stall*. A BREACH window holding a sample that took at least ``stall_windows`` windows
+(:math:`T_{max} \ge n_s W`) comes from a target that stopped answering (a hang, a GC
+pause), not from the rate: it is cut as any breach, but the rate in force
+:math:`r_s` is remembered (not marked hot), and once the windows are back under the
+setpoint the rises are ramp steps, :math:`Δx = \min(\ln ρ, \ln(r_s / r))`, straight back
+to :math:`r_s`. A non-stall BREACH on the way back means the capacity did fall: the
+memory is dropped and tracking goes on as usual.
 """
 
 from __future__ import annotations
@@ -68,6 +76,7 @@ class GradientPolicy:
     momentum: float = 0.5
     hot_margin: float = 0.03
     hot_memory_ms: int = 60_000
+    stall_windows: float = 2.0
     kp: float = 0.0
     max_up: float = 1.25
     max_down: float = 0.5
@@ -86,6 +95,8 @@ class GradientPolicy:
     _ups: int = field(default=0, init=False)
     _hot: float | None = field(default=None, init=False)
     _hot_ms: int = field(default=0, init=False)
+    _resume: float | None = field(default=None, init=False)
+    _climbing_back: bool = field(default=False, init=False)
     _idle_sum: float = field(default=0.0, init=False)
     _idle_n: int = field(default=0, init=False)
 
@@ -143,7 +154,13 @@ class GradientPolicy:
         if breach:
             step = self._breach_step(pressure)
             self._ups = 0
-            self._hot, self._hot_ms = rate, obs.timer_ms
+            stalled = (obs.stats.overall.max_ms or 0.0) >= self.stall_windows * self.window_ms
+            if stalled and self._resume is None:
+                self._resume = rate  # the target stalled, not this rate: come back to it
+            elif not stalled and self._climbing_back:
+                self._resume, self._climbing_back = None, False  # the capacity did fall
+            if not stalled:
+                self._hot, self._hot_ms = rate, obs.timer_ms
             self.last_error = error
             return decide(
                 obs, rate, rate * math.exp(step), reason,
@@ -163,7 +180,13 @@ class GradientPolicy:
                 mean_error=mean_error, windows=self._sum_w,
             )  # fmt: skip
         step = self._step(mean_error)
-        if step > 0:
+        if step > 0 and self._resume is not None and rate < self._resume:
+            # Back after a stall: straight to the rate in force before it (a ramp step).
+            step = max(step, min(math.log(self.ramp_factor), math.log(self._resume / rate)))
+            self._climbing_back = True
+            if rate * math.exp(step) >= self._resume * (1.0 - 1e-9):
+                self._resume, self._climbing_back = None, False
+        elif step > 0:
             # Consecutive rises far below the setpoint grow (re-ramp after a drop).
             step = min(math.log(self.max_up), step * (1.0 + self.momentum * self._ups))
             self._ups += 1

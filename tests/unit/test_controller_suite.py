@@ -52,9 +52,10 @@ MISSES: dict[str, dict[str, float]] = {
     "cliff": {"efficiency": 0.86},
     # After the halving the cuts are answered slowly and the re-climb is PI-slow.
     "halves": {"violations": 0.08, "efficiency": 0.75, "recovery": 135.0},
-    # The hung requests' completions read as a breach at the recovered capacity: the
-    # policy cuts after the outage and climbs back slowly.
-    "outage": {"violations": 0.08, "efficiency": 0.80, "recovery": 150.0},
+    # The hung requests' completions read as a breach (a stall): the policy cuts twice,
+    # then regains the pre-outage rate in ramp steps (~54 s after the outage ends) -- but
+    # that rate is the setpoint's ~0.86 lambda*, so "90 % of lambda*" is never reached.
+    "outage": {"violations": 0.06, "efficiency": 0.85, "recovery": float("inf")},
     # 10 s windows of ~30 samples: a window p95 is noisy at any rate near lambda*; no
     # fixed rate meets <= 5 % violations and >= 90 % efficiency (frontier infeasible).
     "tiny": {"violations": 0.22, "efficiency": 0.78},

@@ -142,6 +142,37 @@ def test_gradient_does_not_rise_past_a_rate_that_ran_hot() -> None:
     assert d.new_rate == pytest.approx(130.0 * 0.97)
 
 
+def _stall(p95_ms: float = 20_000.0) -> Observation:
+    """A BREACH window holding samples that waited 20 s: the target stopped answering."""
+    return obs(Zone.BREACH, p95_ms / SLO_MS)
+
+
+def test_gradient_climbs_straight_back_to_the_rate_before_a_stall() -> None:
+    p = GradientPolicy(noise_up=0.0)
+    p.phase = "track"
+    assert p.decide(_stall(), 124.0).new_rate == pytest.approx(62.0)
+    d = p.decide(obs(Zone.SAFE, 0.5, now_ms=130_000), 62.0)
+    assert d.new_rate == pytest.approx(124.0)
+
+
+def test_gradient_ordinary_breach_keeps_the_pi_climb() -> None:
+    p = GradientPolicy(noise_up=0.0)
+    p.phase = "track"
+    p.decide(obs(Zone.BREACH, 10.0), 124.0)  # queueing (max 2.5 s), not a stall
+    d = p.decide(obs(Zone.SAFE, 0.5, now_ms=130_000), 62.0)
+    assert d.new_rate <= 62.0 * 1.25 + 1e-9
+
+
+def test_gradient_breach_on_the_way_back_from_a_stall_forgets_the_old_rate() -> None:
+    p = GradientPolicy(noise_up=0.0)
+    p.phase = "track"
+    p.decide(_stall(), 400.0)
+    p.decide(obs(Zone.SAFE, 0.5, now_ms=130_000), 100.0)  # climbing back: 100 -> 200
+    p.decide(obs(Zone.BREACH, 1.2, now_ms=150_000), 200.0)  # the capacity did fall
+    d = p.decide(obs(Zone.SAFE, 0.5, now_ms=170_000), 180.0)
+    assert d.new_rate <= 180.0 * 1.25 + 1e-9
+
+
 def test_gradient_adaptive_setpoint_sits_a_share_of_the_headroom_above_idle() -> None:
     p = GradientPolicy(setpoint=None, headroom_share=0.25, ramp_min_samples=100)
     assert p.target() == 0.7  # nothing measured yet
