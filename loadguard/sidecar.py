@@ -47,7 +47,7 @@ from loadguard.loop import ControlLoop, EngineProbe, LoopOutcome, LoopSettings, 
 from loadguard.policies import build_policy
 from loadguard.slo import SloSpec
 from loadguard.summary import SummaryBuilder, write_json_atomic
-from loadguard.window import Window
+from loadguard.window import STRETCH_WINDOWS, Window
 
 log = logging.getLogger(__name__)
 
@@ -188,6 +188,8 @@ def drive(
                 malformed_rows=lambda: source.malformed_rows,
                 illegal_xml_chars=lambda: source.illegal_xml_chars,
                 overall_excludes=transaction_labels,
+                stretch_to=cfg.spec.min_samples,  # a rate under min_samples/W is judged
+                max_window_ms=STRETCH_WINDOWS * cfg.spec.window_ms,
             ),
             evaluator=cfg.spec,
             policy=policy,

@@ -53,6 +53,8 @@ from loadguard.jtl.sample import SampleBatch
 from loadguard.stats import LabelStats, WindowStats
 
 PERCENTILES: tuple[float, ...] = (50.0, 90.0, 95.0, 99.0)
+#: The controller's windows stretch for low rates up to this many window lengths.
+STRETCH_WINDOWS = 6
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -116,13 +118,21 @@ def _merge(runs: list[_Run]) -> _Run:
 
 
 class Window:
-    """Exact rolling statistics over a sliding window of sample completion times.
+    r"""Exact rolling statistics over a sliding window of sample completion times.
 
     ``malformed_rows`` and ``illegal_xml_chars`` are read at every ``stats`` call (the
     reader's running counts).
     ``overall_excludes`` names labels that get their own per-label statistics but are left
     out of ``overall`` (Transaction Controller rows under ``--transactions``: their
     children are already counted once); it is read at every ``stats`` call too.
+
+    Low rates (``stretch_to`` n, ``max_window_ms`` M): when ``(now - W, now]`` holds fewer
+    than n samples (overall), the window stretches back to hold the n newest, at most to
+    ``now - M``: :math:`lo = \min(now - W, \max(now - M, e_{(n+1)}))` with
+    :math:`e_{(k)}` the k-th newest end (``now - M`` when M holds fewer than n).
+    ``WindowStats.window_ms`` is then ``now - lo`` (rates are per that span). A rate below
+    n/W can still be judged (it could not be with a fixed W and ``min_samples`` = n).
+    Samples are kept for M.
     """
 
     def __init__(
@@ -133,10 +143,16 @@ class Window:
         malformed_rows: Callable[[], int] | None = None,
         overall_excludes: Callable[[], Collection[str]] | None = None,
         illegal_xml_chars: Callable[[], int] | None = None,
+        stretch_to: int | None = None,
+        max_window_ms: int | None = None,
     ) -> None:
         if window_ms <= 0:
             raise ValueError("window_ms must be positive")
+        if stretch_to is not None and (stretch_to < 1 or (max_window_ms or 0) < window_ms):
+            raise ValueError("stretch_to needs n >= 1 and max_window_ms >= window_ms")
         self.window_ms = int(window_ms)
+        self.stretch_to = stretch_to
+        self.max_window_ms = int(max_window_ms or window_ms)
         self.by_label = by_label
         self._malformed_rows = malformed_rows
         self._illegal_xml_chars = illegal_xml_chars
@@ -220,27 +236,32 @@ class Window:
     def stats(self, now_ms: int) -> WindowStats:
         """Statistics over samples with ``end`` in ``(now_ms - window_ms, now_ms]``."""
         now = int(now_ms)
-        lo = now - self.window_ms
         self._last_now = now if self._last_now is None else max(self._last_now, now)
         excluded = self._overall_excludes() if self._overall_excludes is not None else ()
-        seconds = self.window_ms / 1000.0
+        lo = now - self.window_ms
+        evict = lo
+        if self.stretch_to is not None:
+            evict = now - self.max_window_ms
+            lo = self._stretched_start(now, lo, evict, excluded)
+        seconds = (now - lo) / 1000.0
         labels: dict[str, LabelStats] = {}
         overall_parts: list[I64] = []
         overall_ok = 0
         empty: list[int] = []
         for code, runs in self._runs.items():
             kept: list[_Run] = []
-            parts: list[tuple[_Run, int]] = []
+            parts: list[tuple[_Run, int, int]] = []
             for run in runs:
-                first = int(np.searchsorted(run.end, lo, side="right"))  # evict end <= lo
+                first = int(np.searchsorted(run.end, evict, side="right"))  # evict end <= evict
                 if first == len(run):
                     continue
                 if first:
                     run = run.tail(first)
                 kept.append(run)
+                begin = int(np.searchsorted(run.end, lo, side="right")) if lo > evict else 0
                 stop = int(np.searchsorted(run.end, now, side="right"))  # end <= now
-                if stop:
-                    parts.append((run, stop))
+                if stop > begin:
+                    parts.append((run, begin, stop))
             if not kept:
                 empty.append(code)
                 continue
@@ -248,12 +269,12 @@ class Window:
             if not parts:
                 continue
             if len(parts) == 1:
-                run, stop = parts[0]
-                values = run.elapsed[:stop]
-                ok_count = int(np.count_nonzero(run.ok[:stop]))
+                run, begin, stop = parts[0]
+                values = run.elapsed[begin:stop]
+                ok_count = int(np.count_nonzero(run.ok[begin:stop]))
             else:
-                values = np.concatenate([r.elapsed[:k] for r, k in parts])
-                ok_count = sum(int(np.count_nonzero(r.ok[:k])) for r, k in parts)
+                values = np.concatenate([r.elapsed[b:k] for r, b, k in parts])
+                ok_count = sum(int(np.count_nonzero(r.ok[b:k])) for r, b, k in parts)
             name = self._labels[code]
             if self.by_label:
                 values = np.sort(values)
@@ -276,7 +297,30 @@ class Window:
             merged = np.sort(np.concatenate(overall_parts), kind="stable")
             overall = _label_stats(merged, overall_ok, seconds)
         illegal = self._illegal_xml_chars() if self._illegal_xml_chars is not None else 0
-        return WindowStats(now, self.window_ms, overall, labels, malformed, self._newest, illegal)
+        return WindowStats(now, now - lo, overall, labels, malformed, self._newest, illegal)
+
+    def _stretched_start(self, now: int, lo: int, floor: int, excluded: Collection[str]) -> int:
+        """``lo``, moved back to the ``stretch_to``-th newest sample (not before ``floor``)
+        when (lo, now] holds fewer."""
+        need = self.stretch_to or 0
+        count = 0
+        tails: list[I64] = []
+        for code, runs in self._runs.items():
+            if self._labels[code] in excluded:
+                continue
+            for run in runs:
+                stop = int(np.searchsorted(run.end, now, side="right"))
+                count += stop - int(np.searchsorted(run.end, lo, side="right"))
+                begin = max(int(np.searchsorted(run.end, floor, side="right")), stop - need - 1)
+                tails.append(run.end[begin:stop])
+        if count >= need or not tails:
+            return lo
+        ends = np.sort(np.concatenate(tails))
+        if len(ends) < need:
+            return floor  # fewer than n in the longest window: all of it
+        # Back to the (n+1)-th newest end, so the span holds n inter-arrival gaps.
+        start = int(ends[-need - 1]) if len(ends) > need else int(ends[-need]) - 1
+        return min(lo, max(floor, start))
 
 
 def _label_stats(sorted_elapsed: I64, ok_count: int, seconds: float) -> LabelStats:

@@ -161,7 +161,7 @@ def build_policy(name: str, spec: SloSpec, **params: Any) -> Policy:
     )
     policy = StepLimit(policy, knobs["max_step_up"], knobs["max_step_down"])
     policy = GeneratorLimited(policy, knobs["generator_ratio"], knobs["thread_headroom"])
-    policy = Settling(policy, round(settle), early_near=bool(knobs["early_near"]))
+    policy = Settling(policy, round(settle), early_near=bool(knobs["early_near"]), window_ms=window)
     policy = NoDataHold(policy)
     policy = StaleHold(policy, round(stale), round(floor_after), spec.min_rate)
     if knobs["auto_stop"]:

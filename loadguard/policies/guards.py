@@ -26,9 +26,12 @@ when :math:`t - t_c \ge T_{settle} + \min(T_{max}, \texttt{backlog\_max\_ms})`. 
 sent at the new rate can still queue behind that backlog: after a decrease, a BREACH window
 whose achieved rate exceeds the offered one by ``drain_tolerance`` (more completions than
 arrivals: the queue is draining) also holds, up to ``backlog_max_ms`` past the settle time.
-Escalation: a decrease that was enough makes the window's pressure fall as old samples
-leave it. A BREACH whose pressure reaches ``escalation`` times the pressure that triggered
-the last change (the capacity fell under us) is passed through at once.
+A window stretched back for a low rate (``Window(stretch_to=...)``, length
+:math:`W' > W`) reaches :math:`W' - W` further into the past, so the wait grows by that
+much (``window_ms`` = W). Escalation: a decrease that was enough makes the window's
+pressure fall as old samples leave it. A BREACH whose pressure reaches ``escalation``
+times the pressure that triggered the last change (the capacity fell under us) is passed
+through at once.
 
 Generator-limited. If a window's achieved rate :math:`X` stays below
 :math:`ρ_{gen}\,R` of the commanded rate R, raising R more is integrator wind-up: nothing
@@ -131,6 +134,7 @@ class Settling:
     drain_tolerance: float = 0.1
     escalation: float = 3.0
     early_near: bool = False
+    window_ms: int = 0
     _rate: float | None = field(default=None, init=False)
     _prev_pressure: float = field(default=0.0, init=False)
     _change_pressure: float = field(default=0.0, init=False)
@@ -163,7 +167,9 @@ class Settling:
         # A sample in the window (now - W, now] started after now - W - max elapsed; wait
         # until that is after the change took effect (bounded by backlog_max_ms).
         backlog = min(float(self.backlog_max_ms), obs.stats.overall.max_ms or 0.0)
-        wait = self.settle_ms + backlog
+        # A window stretched for a low rate reaches further back by the stretch.
+        stretch = max(0, obs.stats.window_ms - self.window_ms) if self.window_ms else 0
+        wait = self.settle_ms + backlog + stretch
         if since < wait:
             early = ""
             if obs.zone is Zone.BREACH and self._went_up:

@@ -16,7 +16,7 @@ from loadguard.policies.base import Decision, Policy
 from loadguard.simulate.plant import Plant
 from loadguard.simulate.scenario import Scenario
 from loadguard.slo import SloSpec
-from loadguard.window import Window
+from loadguard.window import STRETCH_WINDOWS, Window
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +42,12 @@ class SimRun:
 def simulate(scenario: Scenario, spec: SloSpec, policy: Policy) -> SimRun:
     """Drive ``policy`` against the scenario's plant for its whole duration (or a STOP)."""
     plant = Plant(scenario)
-    window = Window(spec.window_ms, by_label=bool(spec.labels))
+    window = Window(
+        spec.window_ms,
+        by_label=bool(spec.labels),
+        stretch_to=spec.min_samples,
+        max_window_ms=STRETCH_WINDOWS * spec.window_ms,
+    )
     run = SimRun(scenario, spec, policy.name, plant=plant)
     rate = scenario.start_rate
     n_ticks = round(scenario.duration_s / scenario.tick_s)
