@@ -1,8 +1,8 @@
 """The plant suite's report: a JSON of every figure, a frontier chart per plant, and a
 Markdown block spliced into a document between two marker lines (docs/controller.md).
 
-A previous run's JSON (``baseline``) is shown beside the new figures, its rows marked
-"before"."""
+A previous run's JSON (``baseline``) is shown beside the new figures: its default
+policy's rows, marked "before"."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from loadguard.errors import UsageError
-from loadguard.evaluate.suite import PlantResult, SuiteConfig
+from loadguard.evaluate.suite import DEFAULT_POLICY, PlantResult, SuiteConfig
 from loadguard.evaluate.suite_metrics import misses
 
 BEGIN = "<!-- suite:begin (written by loadguard evaluate --suite) -->"
@@ -120,6 +120,11 @@ def _policy_rows(plant: dict[str, Any], label: str) -> list[str]:
     return rows
 
 
+def _default_only(plant: dict[str, Any]) -> dict[str, Any]:
+    """A baseline plant with only the default policy's runs (today's numbers)."""
+    return {**plant, "runs": [r for r in plant["runs"] if r["policy"] == DEFAULT_POLICY]}
+
+
 def _gap(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:+.1f} pt"
 
@@ -140,7 +145,8 @@ def markdown(data: dict[str, Any], baseline: dict[str, Any] | None, charts: str)
         BEGIN,
         "",
         f"Command: `{data['command']}` ({data['duration_s']:g} s runs, seeds "
-        f"{', '.join(map(str, data['seeds']))}; worst over seeds). Columns: p95-violating "
+        f"{', '.join(map(str, data['seeds']))}; each column the worst over the seeds; "
+        "'before:' the default policy before this change). Columns: p95-violating "
         "10 s windows after the first 30 s; errors; steady efficiency (successful "
         "samples/s over the measured λ*(t)); gap to the fixed-rate frontier at the run's "
         "violation share (+ = below it); time to 90 % λ* from 5 req/s; recovery after the "
@@ -170,7 +176,7 @@ def markdown(data: dict[str, Any], baseline: dict[str, Any] | None, charts: str)
             "|---|---|---|---|---|---|---|---|---|",
         ]
         if plant["key"] in before:
-            out += _policy_rows(before[plant["key"]], "before: ")
+            out += _policy_rows(_default_only(before[plant["key"]]), "before: ")
         out += _policy_rows(plant, "")
         oracle = ", ".join(
             f"{p['fraction']:.2f}: {_pct(p['violations'])}/{_pct(p['steady_efficiency'])}"
@@ -215,7 +221,7 @@ def chart(plant: dict[str, Any], baseline: dict[str, Any] | None, path: Path) ->
         ax.annotate(f"{f:.2f}", (100 * v, 100 * e), fontsize=6, color="#777")
     sets = [("", plant)]
     if baseline is not None:
-        sets.insert(0, ("before: ", baseline))
+        sets.insert(0, ("before: ", _default_only(baseline)))
     i = 0
     for label, source in sets:
         for policy in dict.fromkeys(r["policy"] for r in source["runs"]):
