@@ -8,6 +8,8 @@ build is cached under $LOADGUARD_HOME/teastore between runs on a machine.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import queue
 import re
@@ -16,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,10 +63,11 @@ def _tomcat_jvms(pid: int) -> list[psutil.Process]:
     return [c for c in children if "org.apache.catalina.startup.Bootstrap" in c.cmdline()]
 
 
-@pytest.fixture()
-def teastore(tmp_path: Path) -> Iterator[Served]:
+@contextlib.contextmanager
+def serve(logs: Path, *options: str) -> Iterator[Served]:
+    """``loadguard teastore --port 0 OPTIONS`` as a child; yields once it is ready."""
     argv = [sys.executable, "-m", "loadguard", "teastore", "--port", "0"]
-    argv += ["--source", str(_source()), "--logs", str(tmp_path / "logs")]
+    argv += ["--source", str(_source()), "--logs", str(logs), *options]
     proc = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
     )
@@ -98,6 +102,20 @@ def teastore(tmp_path: Path) -> Iterator[Served]:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+@pytest.fixture()
+def teastore(tmp_path: Path) -> Iterator[Served]:
+    with serve(tmp_path / "logs") as served:
+        yield served
+
+
+def _stop_and_check_no_jvm_is_left(served: Served, jvms: list[psutil.Process]) -> None:
+    served.proc.send_signal(signal.SIGTERM)
+    assert served.proc.wait(90) == 0
+    _gone, alive = psutil.wait_procs(jvms, timeout=5)
+    assert not alive, [p.pid for p in alive]
+    assert any("stopped every Tomcat" in line for line in served.output)
 
 
 @pytest.mark.timeout(1500)
@@ -140,8 +158,38 @@ def test_browse_plan_runs_against_the_real_teastore_and_stop_leaves_no_jvm(
     access = list((tmp_path / "logs").glob("all_access*.log"))
     assert access and "GET /tools.descartes.teastore.webui/product?id=" in access[0].read_text()
 
-    teastore.proc.send_signal(signal.SIGTERM)
-    assert teastore.proc.wait(90) == 0
-    _gone, alive = psutil.wait_procs(jvms, timeout=5)
-    assert not alive, [p.pid for p in alive]
-    assert any("stopped every Tomcat" in line for line in teastore.output)
+    _stop_and_check_no_jvm_is_left(teastore, jvms)
+
+
+@pytest.mark.timeout(1500)
+def test_per_service_layout_runs_six_tomcats_found_through_the_registry(tmp_path: Path) -> None:
+    with serve(tmp_path / "logs", "--layout", "per-service") as served:
+        jvms = _tomcat_jvms(served.proc.pid)
+        assert len(jvms) == 6
+        # The registry (in its own Tomcat) lists every service at its own port.
+        registry = _registry_port(tmp_path / "logs" / "registry")
+        ports = {}
+        for service in ("persistence", "auth", "image", "recommender", "webui"):
+            url = (
+                f"http://127.0.0.1:{registry}/tools.descartes.teastore.registry/rest/services/"
+                f"tools.descartes.teastore.{service}/"
+            )
+            with urllib.request.urlopen(url, timeout=30) as resp:
+                (server,) = json.loads(resp.read())
+            host, _, port = server.partition(":")
+            assert host == "127.0.0.1"
+            ports[service] = int(port)
+        assert ports["webui"] == served.port
+        assert len(set(ports.values()) | {registry}) == 6
+        # A page that needs persistence, image and recommender answers.
+        with urllib.request.urlopen(served.url + "product?id=7", timeout=30) as resp:
+            assert resp.status == 200 and b"productid" in resp.read()
+        _stop_and_check_no_jvm_is_left(served, jvms)
+
+
+def _registry_port(logs: Path) -> int:
+    """The registry Tomcat's port, from its own log of the connector it started."""
+    text = "".join(p.read_text() for p in logs.glob("catalina.*.log"))
+    match = re.search(r'"http-nio-127\.0\.0\.1-(\d+)"', text)
+    assert match, "the registry's log names no connector"
+    return int(match.group(1))
