@@ -146,6 +146,39 @@ class RowSelector:
         present = np.flatnonzero(last >= 0)
         return list(zip(present.tolist(), last[present].tolist(), strict=True))
 
+    def all_counted(self, rows: RawRows) -> bool:
+        """Whether ``select`` would keep every row of ``rows`` as it is, told cheaply.
+
+        Yes when no row is a transaction, no label is one known as a transaction, no label
+        filter is set, and no label ``X-<n>`` has an ``X`` that could be a previous row of
+        its thread (a label of ``rows``, or a thread's last label or root before them).
+        The test looks at the distinct labels only, never at each row; a no only means
+        that ``select`` must look. On a yes the rows are taken as counted: the counters
+        and the per-thread history move on as ``select`` would move them.
+        """
+        if self._include is not None or self._exclude is not None or rows.transaction.any():
+            return False
+        names = [str(name) for name in rows.label_names]
+        if not self.transaction_labels.isdisjoint(names):
+            return False
+        if rows.subresult is not None:
+            if rows.subresult.any():
+                return False
+        else:
+            known = {label for pair in self._last.values() for label in pair}
+            known.update(names)
+            for name in names:
+                match = SUBRESULT_LABEL.match(name)
+                if match is not None and match.group(1) in known:
+                    return False
+        n = len(rows)
+        self.rows += n
+        self.counted += n
+        for t, i in self._last_rows(rows):
+            label = str(rows.label_names[rows.label_code[i]])
+            self._last[str(rows.thread_names[t])] = (label, label)
+        return True
+
     def select(self, rows: RawRows) -> SampleBatch:
         """The counted rows of ``rows`` (file order), as a batch for the window."""
         n = len(rows)

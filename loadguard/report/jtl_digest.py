@@ -17,11 +17,18 @@ number, or a ``success`` that is neither ``true`` nor ``false`` (a row cut short
 shifted by an unquoted delimiter). Fields past the header's last column are ignored by
 the parser (``usecols``): such a row counts if its leading columns are sound.
 
+Each request counts once, as in the sidecar and ``loadguard metrics``: Transaction
+Controller rows and sub-results (``<parent>-<n>``) are left out and counted in
+``skipped_rows``, by the live loop's own rules (``loadguard.jtl.selection.RowSelector``).
+With ``transactions`` the Transaction Controller rows count as labels of their own, kept
+out of the overall figures and the per-second counts (their children are there already).
+On the fast path ``responseMessage`` and ``threadName`` are read too (as categories), and
+a chunk goes through the selector only when ``RowSelector.all_counted`` cannot tell from
+its distinct labels and messages that every row counts: a plain JTL never does.
+
 Other JTLs (XML, a CSV without a header line, a CSV with another delimiter, which its
 header line tells) are read by the live loop's ``JtlFollower`` with the given
-``JtlFormat`` and folded the same way. That reader counts each request once, as the
-sidecar did: Transaction Controller rows and sub-results (``<parent>-<n>``) are left out
-and counted in ``skipped_rows``.
+``JtlFormat`` and folded the same way.
 
 Labels: the first ``MAX_LABELS`` distinct labels get their own exact row; samples of any
 further label are folded into ``OTHER_LABELS`` (still exact, as one group), so a plan
@@ -30,7 +37,7 @@ that puts URLs with ids in its labels cannot make memory grow without bound.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,10 +48,14 @@ import pandas as pd
 from loadguard.errors import JtlError, ReportError
 from loadguard.jtl.columns import JtlFormat, header_columns
 from loadguard.jtl.follow import JtlFollower
+from loadguard.jtl.raw_rows import TRANSACTION_PREFIX, RawRows
+from loadguard.jtl.selection import RowSelector
 from loadguard.report.decision_frame import read_header
 from loadguard.summary import LatencyHistogram
 
 JTL_COLUMNS: tuple[str, ...] = ("timeStamp", "elapsed", "label", "success")
+#: Read when the header has them: what row selection needs (transactions, sub-results).
+SELECTION_COLUMNS: tuple[str, ...] = ("responseMessage", "threadName")
 CHUNK_ROWS = 250_000
 #: Labels with a row of their own (512 KiB each: at most 128 MiB of histograms).
 MAX_LABELS = 256
@@ -89,7 +100,7 @@ class JtlDigest:
     last_end_ms: int | None = None
     #: "csv" (with a header line, read by pandas), or the follower's "csv" / "xml".
     source: str = "csv"
-    #: Transaction Controller rows and sub-results left out (follower path only).
+    #: Transaction Controller rows and sub-results left out.
     skipped_rows: int = 0
     #: Characters XML 1.0 forbids, replaced so that their samples count (XML only).
     illegal_xml_chars: int = 0
@@ -120,10 +131,15 @@ def _fold(
     start_ms: np.ndarray,
     elapsed_ms: np.ndarray,
     ok: np.ndarray,
-    labels: np.ndarray,
+    labels: tuple[np.ndarray, np.ndarray],
     max_labels: int,
+    not_overall: Collection[str] = (),
 ) -> None:
-    """Add well-formed samples (int64 start/elapsed, bool ok, str labels) to the digest."""
+    """Add well-formed samples (int64 start/elapsed, bool ok) to the digest.
+
+    ``labels`` is (codes, names): sample i has label ``names[codes[i]]``. Labels in
+    ``not_overall`` (transactions counted as labels) get their own rows but stay out of
+    the overall figures and the per-second counts."""
     if len(start_ms) == 0:
         return
     elapsed_ms = np.clip(elapsed_ms, 0, None)
@@ -131,37 +147,46 @@ def _fold(
     lo, hi = int(start_ms.min()), int(end.max())
     digest.first_start_ms = lo if digest.first_start_ms is None else min(digest.first_start_ms, lo)
     digest.last_end_ms = hi if digest.last_end_ms is None else max(digest.last_end_ms, hi)
+    codes, names = labels
+    _fold_labels(digest, codes, names, elapsed_ms, ok, max_labels)
+    out = [k for k, name in enumerate(names) if str(name) in not_overall] if not_overall else []
+    if out:
+        keep = ~np.isin(codes, np.asarray(out, np.int64))
+        end, elapsed_ms, ok = end[keep], elapsed_ms[keep], ok[keep]
+        if len(end) == 0:
+            return
     digest.overall.add(elapsed_ms, ok)
-    _fold_labels(digest, labels, elapsed_ms, ok, max_labels)
     seconds.add(end, ok)
 
 
-def _is_headed_csv(path: Path) -> bool:
-    """Whether the first record is a comma-separated JTL header naming our columns.
+def _headed_csv_columns(path: Path) -> list[str] | None:
+    """The columns of a comma-separated JTL header naming ours, else None.
 
     A header lacking one of them is an error here: the file is a CSV JTL, but one that
     cannot be reported on."""
     header = read_header(path)
     if header_columns(header) is None:
-        return False
+        return None
     missing = [c for c in JTL_COLUMNS if c not in header]
     if missing:
         raise ReportError(
             f"{path}: not a CSV JTL with the columns a report needs (lacks "
             f"{', '.join(missing)}); turn on those jmeter.save.saveservice flags"
         )
-    return True
+    return list(header)
 
 
-def _chunks(path: Path, chunk_rows: int) -> Iterator[pd.DataFrame]:
+def _chunks(path: Path, chunk_rows: int, columns: list[str]) -> Iterator[pd.DataFrame]:
+    extra = [c for c in SELECTION_COLUMNS if c in columns]
     try:
         yield from pd.read_csv(
             path,
-            usecols=list(JTL_COLUMNS),
+            usecols=[*JTL_COLUMNS, *extra],
             # timeStamp, elapsed and success are left to the C parser's own inference
             # (int64 / bool: the fast path); a chunk with a malformed value comes back
-            # as strings and takes the slow path in ``_numbers`` / ``_success``.
-            dtype={"label": str},
+            # as strings and takes the slow path in ``_numbers`` / ``_success``. String
+            # columns are categories: one Python string per distinct value, not per row.
+            dtype={"label": "category", **dict.fromkeys(extra, "category")},
             keep_default_na=False,
             chunksize=chunk_rows,
             on_bad_lines="skip",
@@ -176,18 +201,23 @@ def digest_jtl(
     chunk_rows: int = CHUNK_ROWS,
     max_labels: int = MAX_LABELS,
     fmt: JtlFormat | None = None,
+    *,
+    transactions: bool = False,
 ) -> JtlDigest:
     """Fold the whole JTL at ``path`` into a ``JtlDigest`` in one bounded-memory pass.
 
     ``fmt`` describes a CSV written without a header line, or with another delimiter or
     a date timestamp format; a comma-separated CSV with a header, or XML, needs none.
+    ``transactions``: Transaction Controller rows count as labels (``--transactions``).
     """
     digest = JtlDigest(path=path)
     seconds = _Seconds()
-    if _is_headed_csv(path) and (fmt is None or fmt.timestamp_format == "ms"):
-        _digest_frames(digest, seconds, chunk_rows, max_labels)
+    selector = RowSelector(transactions=transactions)
+    columns = _headed_csv_columns(path)
+    if columns is not None and (fmt is None or fmt.timestamp_format == "ms"):
+        _digest_frames(digest, seconds, chunk_rows, max_labels, columns, selector)
     else:
-        _digest_samples(digest, seconds, fmt or JtlFormat(), max_labels)
+        _digest_samples(digest, seconds, fmt or JtlFormat(), max_labels, transactions)
     if (frame := seconds.frame()) is not None:
         digest.per_second = frame
     if digest.overall.count == 0:
@@ -201,15 +231,18 @@ def digest_jtl(
     return digest
 
 
-def _digest_samples(digest: JtlDigest, seconds: _Seconds, fmt: JtlFormat, max_labels: int) -> None:
+def _digest_samples(
+    digest: JtlDigest, seconds: _Seconds, fmt: JtlFormat, max_labels: int, transactions: bool
+) -> None:
     """The follower path: XML, headerless or non-comma CSV."""
     path = digest.path
     try:
-        with JtlFollower(path, fmt=fmt) as follower:
+        with JtlFollower(path, fmt=fmt, transactions=transactions) as follower:
             for batch in follower.batches():
                 _fold(
                     digest, seconds, batch.start_ms, batch.elapsed_ms, batch.success,
-                    batch.label, max_labels,
+                    pd.factorize(batch.label, use_na_sentinel=False), max_labels,
+                    follower.transaction_labels if transactions else (),
                 )  # fmt: skip
             status = follower.status()
     except (JtlError, OSError) as exc:
@@ -221,19 +254,87 @@ def _digest_samples(digest: JtlDigest, seconds: _Seconds, fmt: JtlFormat, max_la
     digest.illegal_xml_chars = status.illegal_xml_chars
 
 
-def _digest_frames(digest: JtlDigest, seconds: _Seconds, chunk_rows: int, max_labels: int) -> None:
-    """The fast path: a CSV with a header, four columns read by pandas in chunks."""
-    for chunk in _chunks(digest.path, chunk_rows):
+def _digest_frames(
+    digest: JtlDigest,
+    seconds: _Seconds,
+    chunk_rows: int,
+    max_labels: int,
+    columns: list[str],
+    selector: RowSelector,
+) -> None:
+    """The fast path: a CSV with a header, the needed columns read by pandas in chunks."""
+    not_overall = selector.transaction_labels if selector.transactions else set()
+    for chunk in _chunks(digest.path, chunk_rows, columns):
         digest.rows += len(chunk)
         start = _numbers(chunk["timeStamp"])
         elapsed = _numbers(chunk["elapsed"])
         ok_all, known = _success(chunk["success"])
         good = np.isfinite(start) & np.isfinite(elapsed) & known
-        digest.malformed_rows += int(len(good) - np.count_nonzero(good))
+        n_good = int(np.count_nonzero(good))
+        digest.malformed_rows += len(good) - n_good
+        all_good = n_good == len(good)
+        rows = _raw_rows(
+            chunk,
+            None if all_good else good,
+            start.astype(np.int64) if all_good else start[good].astype(np.int64),
+            elapsed.astype(np.int64) if all_good else elapsed[good].astype(np.int64),
+            ok_all if all_good else ok_all[good],
+        )
+        if selector.all_counted(rows):
+            labels = (rows.label_code, rows.label_names)
+            _fold(digest, seconds, rows.start_ms, rows.elapsed_ms, rows.success, labels, max_labels)
+            continue
+        batch = selector.select(rows)
         _fold(
-            digest, seconds, start[good].astype(np.int64), elapsed[good].astype(np.int64),
-            ok_all[good], chunk["label"].to_numpy(object)[good], max_labels,
+            digest, seconds, batch.start_ms, batch.elapsed_ms, batch.success,
+            pd.factorize(batch.label, use_na_sentinel=False), max_labels, not_overall,
         )  # fmt: skip
+    digest.skipped_rows = selector.skipped_transactions + selector.skipped_subresults
+
+
+def _raw_rows(
+    chunk: pd.DataFrame,
+    good: npt.NDArray[np.bool_] | None,
+    start: npt.NDArray[np.int64],
+    elapsed: npt.NDArray[np.int64],
+    ok: npt.NDArray[np.bool_],
+) -> RawRows:
+    """A chunk's well-formed rows (``good``; None: all) as the row selector's input."""
+    n = len(start)
+    label_code, label_names = _categories(chunk["label"], good)
+    if "threadName" in chunk:
+        thread_code, thread_names = _categories(chunk["threadName"], good)
+    else:
+        thread_code, thread_names = np.zeros(n, np.int64), np.asarray([""], object)
+    transaction = np.zeros(n, np.bool_)
+    if "responseMessage" in chunk:
+        msg_code, msg_names = _categories(chunk["responseMessage"], good)
+        tx = [k for k, m in enumerate(msg_names) if str(m).startswith(TRANSACTION_PREFIX)]
+        if tx:
+            transaction = np.isin(msg_code, np.asarray(tx, np.int64))
+    all_threads = np.full(n, -1, np.int32)  # not used by the selector
+    return RawRows(
+        start, elapsed, ok, label_code, label_names, thread_code, thread_names, all_threads,
+        transaction,
+    )  # fmt: skip
+
+
+def _categories(
+    column: pd.Series, good: npt.NDArray[np.bool_] | None
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.object_]]:
+    """A categorical column as (codes, names); a missing cell (a row cut short) is ""."""
+    cat = column.array
+    codes = np.asarray(cat.codes, np.int64)
+    if good is not None:
+        codes = codes[good]
+    names = np.empty(len(cat.categories) + 1, object)
+    names[:-1] = [str(c) for c in cat.categories]
+    names[-1] = ""
+    if (codes < 0).any():
+        codes = np.where(codes < 0, len(names) - 1, codes)
+    else:
+        names = names[:-1]
+    return codes, names
 
 
 def _numbers(column: pd.Series) -> npt.NDArray[np.float64]:
@@ -255,14 +356,29 @@ def _success(column: pd.Series) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.b
 
 
 def _fold_labels(
-    digest: JtlDigest, labels: np.ndarray, elapsed: np.ndarray, ok: np.ndarray, max_labels: int
+    digest: JtlDigest,
+    codes: np.ndarray,
+    uniques: np.ndarray,
+    elapsed: np.ndarray,
+    ok: np.ndarray,
+    max_labels: int,
 ) -> None:
-    codes, uniques = pd.factorize(labels, use_na_sentinel=False)
+    """Add samples to their labels' digests; ``uniques[codes[i]]`` is sample i's label.
+
+    Labels without samples here are skipped; new labels are taken in order of their first
+    sample, so the first ``max_labels`` of the file get rows of their own."""
     order = np.argsort(codes, kind="stable")
     bounds = np.searchsorted(codes[order], np.arange(len(uniques) + 1))
-    for k, name in enumerate(uniques):
+    ranks: list[int] | range = range(len(uniques))
+    if len(digest.labels) + len(uniques) > max_labels:
+        first = np.full(len(uniques), len(codes), np.int64)
+        first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)  # the last write wins
+        ranks = np.argsort(first, kind="stable").tolist()
+    for k in ranks:
+        if bounds[k] == bounds[k + 1]:
+            continue
         idx = order[bounds[k] : bounds[k + 1]]
-        key = str(name)
+        key = str(uniques[k])
         if key not in digest.labels and len(digest.labels) >= max_labels:
             key = OTHER_LABELS
         digest.labels.setdefault(key, LabelDigest()).add(elapsed[idx], ok[idx])

@@ -113,3 +113,57 @@ def test_interrupted_parent_transaction_is_recognised_by_its_label() -> None:
     assert selected(sel, PARENT_TC) == ["p_slow", "p_redirect"]
     assert selected(sel, [("tx_parent", "T1", False), ("redir", "T2", False)]) == ["redir"]
     assert sel.skipped_transactions == 2
+
+
+@pytest.mark.parametrize(
+    ("spec", "plain"),
+    [
+        (PLAIN_TC, False),
+        (PARENT_TC, False),
+        (REDIRECT, False),
+        ([("a", "T1", False), ("b", "T2", False), ("a-0", "T1", False)], False),
+        ([("step-1", "T1", False), ("step-2", "T1", False)], True),
+        ([("/home", "T1", False), ("/cart", "T2", False), ("/home", "T2", False)], True),
+    ],
+)
+def test_all_counted_says_yes_only_when_select_keeps_every_row(
+    spec: list[tuple[str, str, bool]], plain: bool
+) -> None:
+    assert RowSelector().all_counted(rows(spec)) is plain
+    assert (selected(RowSelector(), spec) == [s[0] for s in spec]) is plain
+
+
+def test_all_counted_says_yes_for_plain_rows_and_counts_them() -> None:
+    sel = RowSelector()
+    assert sel.all_counted(rows([("step-1", "T1", False), ("/home", "T2", False)]))
+    assert (sel.rows, sel.counted) == (2, 2)
+
+
+@pytest.mark.parametrize(
+    ("selector", "spec"),
+    [
+        (RowSelector(), [("get ok", "T1", False), ("tx", "T1", TX)]),
+        (RowSelector(transactions=True), [("tx", "T1", TX)]),
+        (RowSelector(labels="^/api/"), [("/api/a", "T1", False)]),
+        (RowSelector(), [("p", "T1", False), ("p-0", "T1", False)]),
+    ],
+)
+def test_all_counted_says_no_when_select_must_look(
+    selector: RowSelector, spec: list[tuple[str, str, bool]]
+) -> None:
+    assert not selector.all_counted(rows(spec))
+    assert selector.rows == 0
+
+
+def test_all_counted_keeps_the_history_that_later_sub_results_need() -> None:
+    sel = RowSelector()
+    assert sel.all_counted(rows([("p", "T1", False), ("q", "T2", False)]))
+    later = [("p-0", "T1", False), ("q", "T2", False)]
+    assert not sel.all_counted(rows(later))  # p-0 may follow p: select must look
+    assert selected(sel, later) == ["q"] and sel.skipped_subresults == 1
+
+
+def test_a_label_known_as_a_transaction_is_not_all_counted() -> None:
+    sel = RowSelector()
+    selected(sel, PARENT_TC)
+    assert not sel.all_counted(rows([("tx_parent", "T1", False)]))  # cut short: no message

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import csv
+import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from click.testing import CliRunner
 
+from loadguard.cli import cli
 from loadguard.errors import ReportError
-from loadguard.jtl.columns import JtlFormat
-from loadguard.report.jtl_digest import JtlDigest, digest_jtl
+from loadguard.jtl.columns import DEFAULT_COLUMNS, JtlFormat
+from loadguard.jtl.follow import JtlFollower
+from loadguard.jtl.selection import RowSelector
+from loadguard.report.jtl_digest import JtlDigest, LabelDigest, digest_jtl
 from tests.unit.test_report_render import JTL_HEADER, write_jtl
 
 T0 = 1_796_000_000_000
@@ -169,3 +175,170 @@ def test_unusable_jtl_is_a_report_error(tmp_path: Path, text: str, message: str)
     path.write_text(text)
     with pytest.raises(ReportError, match=message):
         digest_jtl(path)
+
+
+# -- each request once: Transaction Controllers and sub-results ---------------------------
+
+TX_MESSAGE = "Number of samples in transaction : {n}, number of failing samples : {f}"
+
+
+def _row(ts: int, elapsed: int, label: str, thread: str, ok: bool = True, **kw: str) -> list[str]:
+    """One record of JMeter 5.6.3's default 17 CSV columns (``DEFAULT_COLUMNS``)."""
+    code, msg = ("200", "OK") if ok else ("500", "Internal Server Error")
+    url = kw.get("url", "http://127.0.0.1:18777/ok")
+    return [
+        str(ts), str(elapsed), label, kw.get("code", code), kw.get("msg", msg), thread,
+        kw.get("dt", "text"), "true" if ok else "false", "", "140", "115", "3", "3", url,
+        str(elapsed), "0", "1",
+    ]  # fmt: skip
+
+
+def _iteration(rng: np.random.Generator, ts: int, thread: str) -> tuple[list[list[str]], int]:
+    """One iteration of a plan as JMeter 5.6.3 writes it: a "generate parent sample"
+    Transaction Controller (its row first) holding another one, a redirect whose two
+    sub-results follow it, then a plain Transaction Controller whose row follows its
+    children. Returns the rows and the next start time."""
+    e = [int(v) for v in rng.lognormal(3.5, 0.7, 6)]
+    a_ok, pay_ok = bool(rng.random() > 0.15), bool(rng.random() > 0.1)
+    r0, r1 = max(e[1] // 3, 1), max(e[1] - e[1] // 3 - 1, 1)
+    inner = e[0] + e[1]
+    outer = inner + e[2]
+    fails = 0 if a_ok else 1
+    tx_msg = TX_MESSAGE.format(n=2, f=fails)
+    tx = {"dt": "", "url": "null"}
+    rows = [
+        _row(ts, outer, "outer", thread, a_ok, msg=tx_msg, **tx),
+        _row(ts, inner, "inner", thread, a_ok, msg=tx_msg, **tx),
+        _row(ts, e[0], "leaf a", thread, a_ok),
+        _row(ts + e[0], e[1], "leaf redirect", thread),
+        _row(ts + e[0], r0, "leaf redirect-0", thread, code="302", msg="Found", dt=""),
+        _row(ts + e[0] + r0 + 1, r1, "leaf redirect-1", thread),
+        _row(ts + inner, e[2], 'leaf "bin", b', thread),
+        _row(ts + outer, e[3], "pay", thread, pay_ok),
+        _row(ts + outer + e[3], e[4], "confirm", thread),
+    ]
+    plain_tx = TX_MESSAGE.format(n=2, f=0 if pay_ok else 1)
+    rows.append(_row(ts + outer, e[3] + e[4], "checkout", thread, pay_ok, msg=plain_tx, **tx))
+    return rows, ts + outer + e[3] + e[4] + e[5]
+
+
+def _nested_jtl(path: Path, delimiter: str = ",", iterations: int = 150, threads: int = 3) -> Path:
+    """A JTL of ``threads`` threads whose rows interleave (each thread's own order kept);
+    at the end, the test stops mid-iteration: a cut-short "generate parent sample" row
+    with an empty message, then its first sampler."""
+    rng = np.random.default_rng(17)
+    queues: list[list[list[str]]] = []
+    for t in range(threads):
+        thread, ts, rows = f"TG 1-{t + 1}", T0 + 13 * t, []
+        for _ in range(iterations):
+            block, ts = _iteration(rng, ts, thread)
+            rows += block
+        queues.append(rows)
+    out: list[list[str]] = []
+    while any(queues):
+        q = queues[int(rng.integers(0, len(queues)))]
+        take = int(rng.integers(1, 4))
+        out += q[:take]
+        del q[:take]
+    last = T0 + 10_000_000
+    out.append(_row(last, 20, "outer", "TG 1-1", msg="", dt="", url="null"))
+    out.append(_row(last, 20, "leaf a", "TG 1-1"))
+    with path.open("w", newline="") as fh:
+        writer = csv.writer(fh, delimiter=delimiter, lineterminator="\n")
+        writer.writerow(DEFAULT_COLUMNS)
+        writer.writerows(out)
+    return path
+
+
+def _reference(path: Path, transactions: bool) -> tuple[pd.DataFrame, set[str], int]:
+    """What ``loadguard metrics`` reads from ``path``: its rows, transaction labels and
+    the number of rows its selection left out."""
+    with JtlFollower(path, transactions=transactions) as follower:
+        parts = [
+            pd.DataFrame(
+                {"start": b.start_ms, "elapsed": b.elapsed_ms, "ok": b.success, "label": b.label}
+            )
+            for b in follower.batches()
+        ]
+        status = follower.status()
+    skipped = status.skipped_transactions + status.skipped_subresults
+    return pd.concat(parts, ignore_index=True), set(status.transaction_labels), skipped
+
+
+def _assert_figures(d: LabelDigest, group: pd.DataFrame, what: str) -> None:
+    assert (d.count, d.errors) == (len(group), int((~group["ok"]).sum())), what
+    assert d.max_ms == group["elapsed"].max(), what
+    for q in (0.5, 0.95, 0.99):
+        assert d.hist.quantile(q) == pytest.approx(np.quantile(group["elapsed"], q)), what
+
+
+@pytest.mark.parametrize("transactions", [False, True])
+@pytest.mark.parametrize(("delimiter", "chunk_rows"), [(",", 7), (",", 250_000), ("\t", 0)])
+def test_csv_counts_each_request_once_as_the_metrics_reader_does(
+    tmp_path: Path, transactions: bool, delimiter: str, chunk_rows: int
+) -> None:
+    path = _nested_jtl(tmp_path / "nested.jtl", delimiter)
+    digest = digest_jtl(path, chunk_rows or 250_000, transactions=transactions)
+    ref, tx_labels, skipped = _reference(path, transactions)
+    assert tx_labels == {"outer", "inner", "checkout"}
+    assert digest.malformed_rows == 0
+    assert digest.skipped_rows == skipped == 3 * 150 * 10 + 2 - len(ref)
+    leaves = {"leaf a", "leaf redirect", 'leaf "bin", b', "pay", "confirm"}
+    assert set(digest.labels) == (leaves | tx_labels if transactions else leaves)
+    for label, group in ref.groupby("label"):
+        _assert_figures(digest.labels[str(label)], group, str(label))
+    overall = ref[~ref["label"].isin(tx_labels)]  # transactions: out of the overall figures
+    _assert_figures(digest.overall, overall, "overall")
+    sec = (overall["start"] + overall["elapsed"]) // 1000
+    assert digest.per_second["count"].to_dict() == sec.value_counts().sort_index().to_dict()
+
+
+@pytest.mark.parametrize("transactions", [False, True])
+def test_report_figures_equal_loadguard_metrics_over_the_whole_run(
+    tmp_path: Path, transactions: bool
+) -> None:
+    path = _nested_jtl(tmp_path / "nested.jtl", iterations=40)
+    flag = ["--transactions"] if transactions else []
+    res = CliRunner().invoke(
+        cli, ["metrics", str(path), "--json", "--window", "24h", "--step", "24h", *flag]
+    )
+    assert res.exit_code == 0, res.output
+    whole = json.loads(res.stdout.splitlines()[-1])
+    digest = digest_jtl(path, transactions=transactions)
+    pairs = [(whole["overall"], digest.overall)]
+    assert set(whole["labels"]) == set(digest.labels)
+    pairs += [(stats, digest.labels[label]) for label, stats in whole["labels"].items()]
+    for stats, d in pairs:
+        assert stats["count"] == d.count
+        assert stats["error_rate"] == pytest.approx(d.error_rate)
+        assert stats["max_ms"] == d.max_ms
+        for q in (50, 95, 99):
+            assert stats[f"p{q}_ms"] == pytest.approx(d.hist.quantile(q / 100))
+
+
+def test_plain_csv_never_goes_through_the_row_selection(
+    jtl: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(self: RowSelector, rows: object) -> None:
+        raise AssertionError("a plain JTL went through RowSelector.select")
+
+    monkeypatch.setattr(RowSelector, "select", refuse)
+    digest = digest_jtl(jtl, chunk_rows=1000)
+    assert digest.overall.count == 5000 and digest.skipped_rows == 0
+
+
+def test_a_label_ending_in_a_number_is_a_request_unless_it_follows_its_parent(
+    tmp_path: Path,
+) -> None:
+    rows = [
+        _row(T0, 10, "/item", "TG 1-1"),
+        _row(T0 + 1, 11, "/item-1", "TG 1-2"),  # another thread's row: a request
+        _row(T0 + 2, 12, "/page", "TG 1-1"),
+        _row(T0 + 3, 13, "/page-0", "TG 1-1"),  # right after /page on its thread
+    ]
+    path = tmp_path / "r.jtl"
+    with path.open("w", newline="") as fh:
+        csv.writer(fh, lineterminator="\n").writerows([DEFAULT_COLUMNS, *rows])
+    digest = digest_jtl(path, chunk_rows=2)  # /page-0 in the chunk after /page
+    assert sorted(digest.labels) == ["/item", "/item-1", "/page"]
+    assert digest.skipped_rows == 1
