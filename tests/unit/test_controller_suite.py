@@ -58,7 +58,9 @@ MISSES: dict[str, dict[str, float]] = {
     "outage": {"violations": 0.06, "efficiency": 0.85, "recovery": float("inf")},
     # 10 s windows of ~30 samples: a window p95 is noisy at any rate near lambda*; no
     # fixed rate meets <= 5 % violations and >= 90 % efficiency (frontier infeasible).
-    "tiny": {"violations": 0.22, "efficiency": 0.78},
+    # Below 2 req/s the window now stretches to 20 samples and is judged (it held on
+    # NO_DATA before), so noisy breaches there cut further: 0.79 -> 0.63 on seed 1.
+    "tiny": {"violations": 0.22, "efficiency": 0.62},
     # Eight doublings from 5 to 1500 req/s at one settle time (~13 s) each.
     "large": {"t90": 110.0},
 }
