@@ -31,6 +31,11 @@ PathArg = click.Path(path_type=Path)
 )
 @click.option("--summary", type=PathArg, help="summary.json of the run.")
 @click.option(
+    "--transactions",
+    is_flag=True,
+    help="Count Transaction Controller rows as labels (kept out of the overall figures).",
+)
+@click.option(
     "-o", "--out", type=PathArg, help="HTML file to write (default: RUN_DIR/report.html)."
 )
 def report(
@@ -40,6 +45,7 @@ def report(
     jtl_columns: str | None,
     jmeter_properties: tuple[Path, ...],
     summary: Path | None,
+    transactions: bool,
     out: Path | None,
 ) -> None:
     """Write a self-contained HTML report of a run, plus PNG charts beside it.
@@ -50,20 +56,29 @@ def report(
     hour-long runs render in seconds; per-label p95/p99 are exact over every sample.
     A CSV JTL with a header line, or an XML JTL, needs no format options; a CSV without
     a header needs --jmeter-properties (or --jtl-columns) unless it has JMeter 5.6.3's
-    default columns.
+    default columns. Each request counts once, as in `loadguard metrics`: Transaction
+    Controller rows and sub-results are left out unless --transactions.
 
     \b
     Example:
       loadguard report results/2026-11-30T05-00-00
       loadguard report --decisions decisions.csv --jtl results.jtl -o report.html
       loadguard report run/ --jtl old.jtl --jmeter-properties bin/user.properties
+      loadguard report run/ --transactions
     """
     fmt = (
         build_format(jtl_columns, jmeter_properties, ())
         if jtl_columns or jmeter_properties
         else None
     )
-    paths = resolve_run(run_dir, decisions=decisions, jtl=jtl, summary=summary, jtl_format=fmt)
+    paths = resolve_run(
+        run_dir,
+        decisions=decisions,
+        jtl=jtl,
+        summary=summary,
+        jtl_format=fmt,
+        transactions=transactions,
+    )
     written = render_report(paths, out)
     click.echo(f"report: {written}")
 

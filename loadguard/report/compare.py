@@ -92,7 +92,10 @@ def render_compare(
     labels = list(names) if names is not None else run_names(paths)
     frames = [load_decisions(p.decisions) for p in paths]
     summaries = [load_summary(p.summary) if p.summary else None for p in paths]
-    digests = [digest_jtl(p.jtl, fmt=p.jtl_format) if p.jtl else None for p in paths]
+    digests = [
+        digest_jtl(p.jtl, fmt=p.jtl_format, transactions=p.transactions) if p.jtl else None
+        for p in paths
+    ]
     spans = [float(f["epoch_ms"].iloc[-1] - f["epoch_ms"].iloc[0]) for f in frames]
     unit = charts.TimeAxis.for_span(0.0, max(spans))
     rate: list[Series] = []

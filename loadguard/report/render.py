@@ -50,7 +50,11 @@ class RunData:
 def load_run(paths: RunPaths, chunk_rows: int = CHUNK_ROWS) -> RunData:
     decisions = load_decisions(paths.decisions)
     summary = load_summary(paths.summary) if paths.summary else None
-    jtl = digest_jtl(paths.jtl, chunk_rows, fmt=paths.jtl_format) if paths.jtl else None
+    jtl = (
+        digest_jtl(paths.jtl, chunk_rows, fmt=paths.jtl_format, transactions=paths.transactions)
+        if paths.jtl
+        else None
+    )
     return RunData(paths, decisions, summary, jtl)
 
 

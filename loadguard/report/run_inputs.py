@@ -30,6 +30,8 @@ class RunPaths:
     run_dir: Path | None = None
     #: How a JTL without a header line is written (None: a header or XML says).
     jtl_format: JtlFormat | None = None
+    #: Transaction Controller rows count as labels of their own (``--transactions``).
+    transactions: bool = False
 
     @property
     def name(self) -> str:
@@ -54,6 +56,7 @@ def resolve_run(
     jtl: Path | None = None,
     summary: Path | None = None,
     jtl_format: JtlFormat | None = None,
+    transactions: bool = False,
 ) -> RunPaths:
     """The run's files: ``run`` is a run directory or a decision log, or None."""
     run_dir: Path | None = None
@@ -77,6 +80,7 @@ def resolve_run(
         summary=None if summary is None else _must_exist(summary, "summary"),
         run_dir=run_dir,
         jtl_format=jtl_format,
+        transactions=transactions,
     )
 
 

@@ -17,7 +17,7 @@ from loadguard.jtl.columns import DEFAULT_COLUMNS, JtlFormat
 from loadguard.jtl.follow import JtlFollower
 from loadguard.jtl.selection import RowSelector
 from loadguard.report.jtl_digest import JtlDigest, LabelDigest, digest_jtl
-from tests.unit.test_report_render import JTL_HEADER, write_jtl
+from tests.unit.test_report_render import JTL_HEADER, make_run, write_jtl
 
 T0 = 1_796_000_000_000
 
@@ -342,3 +342,20 @@ def test_a_label_ending_in_a_number_is_a_request_unless_it_follows_its_parent(
     digest = digest_jtl(path, chunk_rows=2)  # /page-0 in the chunk after /page
     assert sorted(digest.labels) == ["/item", "/item-1", "/page"]
     assert digest.skipped_rows == 1
+
+
+def test_cli_report_leaves_transactions_out_unless_asked(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "run", ticks=6)
+    _nested_jtl(run / "results.jtl", iterations=20)
+    left_out = 3 * 20 * 5 + 1  # 3 threads x 20 iterations x (3 transactions, 2 sub-results)
+    plain = CliRunner().invoke(cli, ["report", str(run), "-o", str(tmp_path / "plain.html")])
+    assert plain.exit_code == 0, plain.output
+    html = (tmp_path / "plain.html").read_text()
+    assert f"{left_out:,} transaction/sub-result rows left out" in html
+    assert ">leaf a<" in html and ">checkout<" not in html and ">leaf redirect-0<" not in html
+    args = ["report", str(run), "--transactions", "-o", str(tmp_path / "tx.html")]
+    with_tx = CliRunner().invoke(cli, args)
+    assert with_tx.exit_code == 0, with_tx.output
+    html = (tmp_path / "tx.html").read_text()
+    assert f"{3 * 20 * 2:,} transaction/sub-result rows left out" in html
+    assert ">checkout<" in html and ">outer<" in html and ">leaf redirect-0<" not in html
