@@ -227,20 +227,14 @@ def test_a_session_console_on_loopback_is_confirmed() -> None:
         proc.wait()
 
 
-def test_a_console_on_every_interface_is_refused() -> None:
+@pytest.mark.parametrize(
+    ("host", "offset"),
+    [("0.0.0.0", 1), ("127.0.0.1", 0)],
+    ids=["session-console-on-every-interface", "http-console-beside-the-session-console"],
+)
+def test_a_console_that_is_not_the_loopback_one_is_refused(host: str, offset: int) -> None:
     port = free_tcp_pair()
-    proc = _listener("0.0.0.0", port + 1)
-    try:
-        with pytest.raises(EngineError, match="not LoadGuard's loopback-only one"):
-            _confirm(proc, port)
-    finally:
-        proc.kill()
-        proc.wait()
-
-
-def test_an_http_console_beside_the_session_console_is_refused() -> None:
-    port = free_tcp_pair()
-    proc = _listener("127.0.0.1", port)
+    proc = _listener(host, port + offset)
     try:
         with pytest.raises(EngineError, match="not LoadGuard's loopback-only one"):
             _confirm(proc, port)
