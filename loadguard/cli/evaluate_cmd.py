@@ -14,9 +14,11 @@ import click
 from loadguard.cli.suite_cmd import run_suite_command
 from loadguard.durations import parse_duration_s
 from loadguard.errors import UsageError
-from loadguard.evaluate.config import EvalConfig
+from loadguard.evaluate.config import EvalConfig, teastore_overrides
 from loadguard.evaluate.harness import evaluate, rerender
 from loadguard.evaluate.schemes import SCHEMES, parse_schemes
+from loadguard.evaluate.targets import TARGETS
+from loadguard.teastore.layout import LAYOUTS
 
 
 def _rates(text: str) -> tuple[float, ...]:
@@ -42,6 +44,22 @@ def _command_line() -> str:
 
 @click.command("evaluate")
 @click.option("--quick", is_flag=True, help="CI smoke test: 3 schemes, 1 run, 20 s runs.")
+@click.option(
+    "--target",
+    "target_kind",
+    type=click.Choice(TARGETS),
+    default="emulator",
+    show_default=True,
+    help="emulator: loadguard target (M/M/c); teastore: the real TeaStore (loadguard "
+    "teastore, a fresh one per run) with examples/teastore/teastore-browse.jmx, p95 <= 500ms.",
+)
+@click.option(
+    "--teastore-layout",
+    type=click.Choice(LAYOUTS),
+    default="single",
+    show_default=True,
+    help="--target teastore: one Tomcat, or one per service.",
+)
 @click.option(
     "--suite",
     is_flag=True,
@@ -87,6 +105,8 @@ def _command_line() -> str:
     help="Run nothing: write the PNGs and the report again from the finished runs in --out.",
 )
 def evaluate_cmd(
+    target_kind: str,
+    teastore_layout: str,
     suite: bool,
     plants: tuple[str, ...],
     policies: tuple[str, ...],
@@ -114,6 +134,7 @@ def evaluate_cmd(
     \b
     Example:
       loadguard evaluate --quick
+      loadguard evaluate --quick --target teastore
       loadguard evaluate --repetitions 2 --duration 120s --doc docs/evaluation.md
       loadguard evaluate --schemes FFA,gradient --repetitions 1 --duration 60s
       loadguard evaluate --suite --quick --doc docs/controller.md
@@ -124,6 +145,8 @@ def evaluate_cmd(
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr, force=True
     )
+    if suite and target_kind != "emulator":
+        raise UsageError("--suite runs in the simulator: it takes no --target")
     if suite:
         run_suite_command(
             quick=quick, plants=plants, policies=policies, seeds=repetitions,
@@ -151,6 +174,8 @@ def evaluate_cmd(
         overrides["sweep_rates"] = _rates(sweep_rates)
     if sweep_seconds is not None:
         overrides["sweep_seconds"] = parse_duration_s(sweep_seconds, what="--sweep-seconds")
+    if target_kind == "teastore":
+        overrides |= teastore_overrides(teastore_layout, quick, overrides)
     cfg = (
         EvalConfig.quick_config(out_dir, **overrides)
         if quick

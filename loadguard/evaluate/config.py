@@ -51,6 +51,8 @@ class EvalConfig:
     sweep_warmup_s: float = 10.0
     quick: bool = False
     command: str = ""  # the command line, for the report
+    target_kind: str = "emulator"  # or "teastore" (loadguard.evaluate.targets)
+    teastore_layout: str = "single"  # loadguard teastore --layout
 
     @classmethod
     def quick_config(cls, out_dir: Path, **overrides: object) -> EvalConfig:
@@ -67,3 +69,22 @@ class EvalConfig:
         }
         base.update(overrides)
         return cls(out_dir=out_dir, **base)  # type: ignore[arg-type]
+
+
+#: TeaStore's sweep, samples/s of the browse plan (its λ* on a 2-core machine is tens).
+TEASTORE_SWEEP: tuple[float, ...] = (20.0, 40.0, 60.0, 80.0, 100.0, 120.0)
+TEASTORE_P95_MS = 500.0
+
+
+def teastore_overrides(layout: str, quick: bool, given: dict[str, object]) -> dict[str, object]:
+    """What ``--target teastore`` changes: the target, its SLO (p95 <= 500 ms) and, unless
+    given, the sweep's rates (quick: one point, 40 samples/s)."""
+    out: dict[str, object] = {
+        "target_kind": "teastore",
+        "teastore_layout": layout,
+        "target": TargetSpec(p95_ms=TEASTORE_P95_MS),
+        "elastic_threads": 100,  # TeaStore generates user1..user100 for the plan's logins
+    }
+    if "sweep_rates" not in given:
+        out["sweep_rates"] = (40.0,) if quick else TEASTORE_SWEEP
+    return out

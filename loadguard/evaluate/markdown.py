@@ -84,7 +84,8 @@ def render(report: Report, previous: str | None = None) -> str:
     )
     out: list[str] = []
     w = out.append
-    w("# Evaluation: the paper's 800 req/s experiment on the demo target\n\n")
+    on = "the real TeaStore" if cfg.target_kind == "teastore" else "the demo target"
+    w(f"# Evaluation: the paper's 800 req/s experiment on {on}\n\n")
     w(
         f"**{kind}**: {len(names)} schemes × {cfg.repetitions} repetition(s) × "
         f"{cfg.duration_s:g} s runs, run {report.started} – {report.finished}."
@@ -113,25 +114,28 @@ def render(report: Report, previous: str | None = None) -> str:
 
     t = cfg.target
     w("\n## Set-up\n\n")
-    w(
-        f"* **Target**: `loadguard target --model mmc --workers {t.workers} --service "
-        f"{t.service_ms:g}ms --queue {t.queue}` (M/M/{t.workers}, exponential service "
-        f"{t.service_ms:g} ms, wait queue {t.queue}, then 503), a **new process per run** "
-        "(empty queue). Every request is `GET /tools.descartes.teastore.webui/`.\n"
-        f"* **SLO**: p95 ≤ {t.p95_ms:g} ms and error rate ≤ {cfg.error_rate * 100:g} %, "
-        "window 10 s.\n"
-        f"* **FFA**: `benchmarks/plans/ffa_800.jmx`: the real *bzm - Free-Form Arrivals "
-        f"Thread Group* (jmeter-plugins casutg 2.10), flat {cfg.stress_rps:g} arrivals/s, "
-        "concurrency limit 1000.\n"
-        f"* **TSTCTG**: `benchmarks/plans/tstctg_800.jmx`: the real *Throughput Shaping "
-        f"Timer* (tst 2.5) at {cfg.stress_rps:g} req/s, fed by the real *Concurrency Thread "
-        "Group* through `${__tstFeedback(tst800,1,1000,2)}`.\n"
-        "* **LoadGuard**: `loadguard run jmx_templates/elastic_plan.jmx` "
-        f"({cfg.elastic_threads} threads, the Elastic Timer), `--policy P --p95 "
-        f"{t.p95_ms:g}ms --error-rate {cfg.error_rate * 100:g}% --max-rate "
-        f"{cfg.stress_rps:g} --initial-rate {cfg.initial_rate:g}`, tick {cfg.tick_ms} ms, "
-        "each policy with its defaults.\n"
-    )
+    if cfg.target_kind == "teastore":
+        w(_teastore_setup(cfg))
+    else:
+        w(
+            f"* **Target**: `loadguard target --model mmc --workers {t.workers} --service "
+            f"{t.service_ms:g}ms --queue {t.queue}` (M/M/{t.workers}, exponential service "
+            f"{t.service_ms:g} ms, wait queue {t.queue}, then 503), a **new process per run** "
+            "(empty queue). Every request is `GET /tools.descartes.teastore.webui/`.\n"
+            f"* **SLO**: p95 ≤ {t.p95_ms:g} ms and error rate ≤ {cfg.error_rate * 100:g} %, "
+            "window 10 s.\n"
+            f"* **FFA**: `benchmarks/plans/ffa_800.jmx`: the real *bzm - Free-Form Arrivals "
+            f"Thread Group* (jmeter-plugins casutg 2.10), flat {cfg.stress_rps:g} arrivals/s, "
+            "concurrency limit 1000.\n"
+            f"* **TSTCTG**: `benchmarks/plans/tstctg_800.jmx`: the real *Throughput Shaping "
+            f"Timer* (tst 2.5) at {cfg.stress_rps:g} req/s, fed by the real *Concurrency Thread "
+            "Group* through `${__tstFeedback(tst800,1,1000,2)}`.\n"
+            "* **LoadGuard**: `loadguard run jmx_templates/elastic_plan.jmx` "
+            f"({cfg.elastic_threads} threads, the Elastic Timer), `--policy P --p95 "
+            f"{t.p95_ms:g}ms --error-rate {cfg.error_rate * 100:g}% --max-rate "
+            f"{cfg.stress_rps:g} --initial-rate {cfg.initial_rate:g}`, tick {cfg.tick_ms} ms, "
+            "each policy with its defaults.\n"
+        )
     w("\n## Definitions (identical for every scheme)\n\n")
     w(
         "Every figure is computed from the scheme's own JTL by `loadguard.evaluate."
@@ -243,6 +247,30 @@ def render(report: Report, previous: str | None = None) -> str:
 
 def _f(v: object) -> float | None:
     return float(v) if isinstance(v, int | float) else None
+
+
+def _teastore_setup(cfg: EvalConfig) -> str:
+    t = cfg.target
+    n = 8  # samplers per browse iteration
+    return (
+        f"* **Target**: the real TeaStore, `loadguard teastore --layout {cfg.teastore_layout}`"
+        " (the cached build; docs/teastore.md), a **new instance per run and per sweep "
+        "point**: a freshly generated in-memory database, a cold JIT. Every plan is "
+        "`examples/teastore/teastore-browse.jmx` (TeaStore's browse profile, 8 samplers; "
+        "rates count samples, about 1.5 HTTP requests each).\n"
+        f"* **SLO**: p95 ≤ {t.p95_ms:g} ms and error rate ≤ {cfg.error_rate * 100:g} %, "
+        "window 10 s.\n"
+        "* **FFA**: the browse samplers under `benchmarks/plans/ffa_800.jmx`'s real *bzm - "
+        f"Free-Form Arrivals Thread Group*, {cfg.stress_rps / n:g} arrivals/s (each runs the "
+        f"{n} samplers once: {cfg.stress_rps:g} samples/s), concurrency limit 1000 "
+        "(`loadguard.evaluate.teastore_plans`).\n"
+        "* **TSTCTG**: the browse samplers under `tstctg_800.jmx`'s real *Concurrency Thread "
+        f"Group* and *Throughput Shaping Timer* at {cfg.stress_rps:g} samples/s.\n"
+        "* **LoadGuard**: `loadguard run examples/teastore/teastore-browse.jmx` "
+        f"({cfg.elastic_threads} users, its Elastic Timer), `--policy P --p95 {t.p95_ms:g}ms "
+        f"--error-rate {cfg.error_rate * 100:g}% --max-rate {cfg.stress_rps:g} "
+        f"--initial-rate {cfg.initial_rate:g}`, tick {cfg.tick_ms} ms.\n"
+    )
 
 
 def _targets(cfg: EvalConfig, a: Mapping[str, Mapping[str, Stat]], lg: Sequence[str]) -> str:

@@ -28,9 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from loadguard.demo import elastic_plan
 from loadguard.errors import EngineError
-from loadguard.evaluate.config import TARGET_PATH, EvalConfig
+from loadguard.evaluate.config import EvalConfig
 from loadguard.evaluate.lambda_star import SweepPoint
 from loadguard.evaluate.offered import OfferedSchedule, schedule_from_decisions
 from loadguard.evaluate.run_metrics import (
@@ -40,13 +39,19 @@ from loadguard.evaluate.run_metrics import (
     steady_cutoff_s,
 )
 from loadguard.evaluate.schemes import Scheme
+from loadguard.evaluate.targets import (
+    baseline_plan_for,
+    elastic_plan_for,
+    elastic_props,
+    open_target,
+    target_props,
+)
 from loadguard.jmeter.home import JMeterHome
 from loadguard.jmeter.launch import JMeterProcess, LaunchSpec, free_udp_port
 from loadguard.jtl.follow import JtlFollower
 from loadguard.jtl.sample import SampleBatch
 from loadguard.sidecar import Paths, RunPlan, SidecarConfig, run_plan
 from loadguard.slo import SloSpec
-from loadguard.target.process import spawn_target
 
 log = logging.getLogger(__name__)
 
@@ -160,19 +165,17 @@ def run_scheme(cfg: EvalConfig, scheme: Scheme, rep: int, seed: int, home: JMete
     actions: dict[str, int] = {}
     stop_reason = ""
     sidecar_cpu: float | None = None
-    with spawn_target(cfg.target.args(seed)) as target:
-        lam_analytic = target.ready.lambda_star_rps
-        props = {
-            "target.port": str(target.port),
-            "target.path": TARGET_PATH,
-        }
+    with open_target(cfg, seed) as target:
+        lam_analytic = target.lambda_star_analytic
+        props = target_props(cfg, target.port)
         if scheme.kind == "baseline":
             props["duration"] = str(int(d) + 10)
-            jtl, _code = _run_fixed_plan(home, scheme.plan_path, run_dir, props, d)
+            baseline = baseline_plan_for(cfg, scheme, run_dir)
+            jtl, _code = _run_fixed_plan(home, baseline, run_dir, props, d)
             offered = OfferedSchedule.constant(cfg.stress_rps)
         else:
             assert scheme.policy is not None
-            props |= {"threads": str(cfg.elastic_threads), "duration": str(int(d) + 60)}
+            props |= elastic_props(cfg, d + 60)
             sidecar = SidecarConfig(
                 paths=Paths.in_dir(run_dir),
                 spec=spec,
@@ -182,7 +185,9 @@ def run_scheme(cfg: EvalConfig, scheme: Scheme, rep: int, seed: int, home: JMete
                 duration_ms=round((d + cfg.startup_margin_s) * 1000),
                 quiet=True,
             )
-            plan = RunPlan(plan=elastic_plan(), jmeter=home, out_dir=run_dir, properties=props)
+            plan = RunPlan(
+                plan=elastic_plan_for(cfg), jmeter=home, out_dir=run_dir, properties=props
+            )
             outcome, _code = run_plan(plan, sidecar)
             sidecar_cpu = _own_cpu() - own0
             actions = {k: int(v) for k, v in outcome.summary.actions.items()}
@@ -257,16 +262,13 @@ def sweep_point(
     """Hold ``rate`` on a fresh target with the elastic plan's timer (no controller)."""
     run_dir = cfg.out_dir / "sweep" / f"rate-{rate:g}"
     run_dir.mkdir(parents=True, exist_ok=True)
-    with spawn_target(cfg.target.args(seed)) as target:
-        props = {
-            "target.port": str(target.port),
-            "target.path": TARGET_PATH,
-            "threads": str(cfg.elastic_threads),
-            "duration": str(int(cfg.sweep_seconds) + 10),
-            "loadguard.tpm": f"{rate * 60:.6g}",
-        }
-        jtl, _ = _run_fixed_plan(home, elastic_plan(), run_dir, props, cfg.sweep_seconds)
-        analytic = target.ready.lambda_star_rps
+    with open_target(cfg, seed) as target:
+        props = target_props(cfg, target.port)
+        props |= elastic_props(cfg, cfg.sweep_seconds + 10)
+        props["loadguard.tpm"] = f"{rate * 60:.6g}"
+        plan = elastic_plan_for(cfg)
+        jtl, _ = _run_fixed_plan(home, plan, run_dir, props, cfg.sweep_seconds)
+        analytic = target.lambda_star_analytic
     batch = read_jtl(jtl)
     t0 = int(batch.start_ms.min())
     lo = t0 + round(cfg.sweep_warmup_s * 1000)

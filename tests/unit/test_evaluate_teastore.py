@@ -1,0 +1,71 @@
+"""loadguard evaluate --target teastore: the baselines' browse plans and the config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+from lxml import etree
+
+from loadguard.cli import cli
+from loadguard.evaluate.config import EvalConfig, teastore_overrides
+from loadguard.evaluate.schemes import BY_NAME
+from loadguard.evaluate.targets import (
+    BROWSE_PLAN,
+    baseline_plan_for,
+    elastic_plan_for,
+    elastic_props,
+    target_props,
+)
+from loadguard.evaluate.teastore_plans import browse_baseline
+
+SAMPLERS = 8
+
+
+def _labels(doc: etree._ElementTree) -> list[str]:
+    return [str(el.get("testname")) for el in doc.iter("HTTPSamplerProxy")]
+
+
+def _schedule(el: etree._Element) -> list[str]:
+    return [str(p.text) for p in el.findall("./collectionProp/collectionProp/stringProp")]
+
+
+def test_ffa_browse_plan_offers_the_stress_rate_in_samples(tmp_path: Path) -> None:
+    plan = browse_baseline(BROWSE_PLAN, BY_NAME["ffa"].plan_path, 800, tmp_path / "ffa.jmx")
+    doc = etree.parse(str(plan))
+    (ffa,) = doc.iter("com.blazemeter.jmeter.threads.arrivals.FreeFormArrivalsThreadGroup")
+    assert _schedule(ffa)[:2] == [f"{800 / SAMPLERS:g}"] * 2
+    assert not list(doc.iter("ThreadGroup"))
+    assert _labels(doc) == _labels(etree.parse(str(BROWSE_PLAN)))
+    assert not [t for t in doc.iter("JSR223Timer") if "Elastic" in str(t.get("testname"))]
+
+
+def test_tstctg_browse_plan_shapes_samples_with_the_real_timer(tmp_path: Path) -> None:
+    plan = browse_baseline(BROWSE_PLAN, BY_NAME["tstctg"].plan_path, 800, tmp_path / "t.jmx")
+    doc = etree.parse(str(plan))
+    (ctg,) = doc.iter("com.blazemeter.jmeter.threads.concurrency.ConcurrencyThreadGroup")
+    (tst,) = doc.iter("kg.apc.jmeter.timers.VariableThroughputTimer")
+    assert tst.getparent() is ctg.getnext()  # beside the browse samplers
+    assert _schedule(tst)[:2] == ["800", "800"]
+    assert len(_labels(doc)) == SAMPLERS
+
+
+def test_teastore_target_uses_the_browse_plan_and_its_properties(tmp_path: Path) -> None:
+    cfg = EvalConfig.quick_config(tmp_path, **teastore_overrides("per-service", True, {}))
+    assert cfg.target_kind == "teastore" and cfg.teastore_layout == "per-service"
+    assert cfg.target.p95_ms == 500.0 and cfg.sweep_rates == (40.0,)
+    assert elastic_plan_for(cfg) == BROWSE_PLAN
+    assert target_props(cfg, 1234) == {"hostname": "127.0.0.1", "port": "1234"}
+    assert elastic_props(cfg, 70.5) == {"numUser": "100", "rampUp": "1", "duration": "70"}
+    plan = baseline_plan_for(cfg, BY_NAME["ffa"], tmp_path)
+    assert plan == tmp_path / "plan.jmx" and plan.is_file()
+
+
+def test_given_sweep_rates_are_kept_for_teastore() -> None:
+    assert "sweep_rates" not in teastore_overrides("single", False, {"sweep_rates": (10.0,)})
+
+
+def test_suite_with_a_teastore_target_is_refused_in_one_line() -> None:
+    result = CliRunner().invoke(cli, ["evaluate", "--suite", "--target", "teastore"])
+    assert result.exit_code == 2 and "--suite" in result.output
+    assert len(result.output.strip().splitlines()) == 1
