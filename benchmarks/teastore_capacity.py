@@ -44,6 +44,30 @@ from loadguard.teastore.source import resolve_source
 PLAN = Path(__file__).resolve().parents[1] / "examples" / "teastore" / "teastore-browse.jmx"
 
 
+def point_from_jtl(jtl: Path, rate: float, seconds: float, settle: float) -> SweepPoint:
+    """The step's point: top-level samples started in [t0 + settle, min(t0 + seconds,
+    the last start)) -- the plan's scheduler may stop the threads before t0 + seconds,
+    as its clock starts before the first sample."""
+    df = pd.read_csv(jtl)
+    top = df[~df["label"].astype(str).str.contains(r"-\d+$")]
+    if top.empty:
+        return SweepPoint(rate, 0.0, float("inf"), 1.0, 0)
+    t0 = int(top["timeStamp"].min())
+    lo = t0 + settle * 1000
+    hi = min(t0 + seconds * 1000, int(top["timeStamp"].max()))
+    steady = top[(top["timeStamp"] >= lo) & (top["timeStamp"] < hi)]
+    if steady.empty or hi <= lo:
+        return SweepPoint(rate, 0.0, float("inf"), 1.0, 0)
+    ok = steady["success"].astype(str).str.lower() == "true"
+    return SweepPoint(
+        offered_rps=rate,
+        achieved_rps=len(steady) / ((hi - lo) / 1000.0),
+        p95_ms=float(np.quantile(steady["elapsed"].to_numpy(dtype=float), 0.95)),
+        error_rate=float(1.0 - ok.mean()),
+        samples=len(steady),
+    )
+
+
 def run_step(
     home: JMeterHome, port: int, rate: float, seconds: float, settle: float, out: Path
 ) -> tuple[SweepPoint, float]:
@@ -56,7 +80,7 @@ def run_step(
         "port": port,
         "numUser": 100,  # TeaStore generates user1..user100
         "rampUp": 1,
-        "duration": int(seconds),
+        "duration": int(seconds) + 15,  # JMeter's start and the timer's compile come first
         "loadguard.tpm": f"{rate * 60:g}",
         "jmeterengine.force.system.exit": "true",
     }
@@ -65,23 +89,7 @@ def run_step(
         subprocess.run(
             jmeter_command(home, args), stdout=fh, stderr=subprocess.STDOUT, timeout=seconds + 180
         )
-    load = os.getloadavg()[0]
-    df = pd.read_csv(jtl)
-    top = df[~df["label"].astype(str).str.contains(r"-\d+$")]
-    t0 = int(top["timeStamp"].min())
-    lo, hi = t0 + settle * 1000, t0 + seconds * 1000
-    steady = top[(top["timeStamp"] >= lo) & (top["timeStamp"] < hi)]
-    if steady.empty:
-        return SweepPoint(rate, 0.0, float("inf"), 1.0, 0), load
-    ok = steady["success"].astype(str).str.lower() == "true"
-    point = SweepPoint(
-        offered_rps=rate,
-        achieved_rps=len(steady) / ((hi - lo) / 1000.0),
-        p95_ms=float(np.quantile(steady["elapsed"].to_numpy(dtype=float), 0.95)),
-        error_rate=float(1.0 - ok.mean()),
-        samples=len(steady),
-    )
-    return point, load
+    return point_from_jtl(jtl, rate, seconds, settle), os.getloadavg()[0]
 
 
 def main() -> None:
