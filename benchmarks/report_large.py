@@ -8,7 +8,9 @@ real ``DecisionLogWriter``. Then, each in a fresh child process so peak RSS is i
   size, doing nothing else (the floor any CSV-based report pays);
 * report: ``render_report`` (digest + charts + PNGs + HTML).
 
-Prints wall times, the ratio report/reference and each child's peak RSS.
+Prints wall times, the ratio report/reference and each child's peak RSS, and the same
+ratio of CPU times (each child's own ``time.process_time``), which other processes on a
+shared machine disturb far less than wall times.
 
     .venv/bin/python benchmarks/report_large.py            # 7.2M rows
     .venv/bin/python benchmarks/report_large.py --rows 720000
@@ -129,12 +131,12 @@ REFERENCE = (
     + """
 import sys, time
 import pandas as pd
-t = time.perf_counter()
+t, c0 = time.perf_counter(), time.process_time()
 n = 0
 for c in pd.read_csv(sys.argv[1], usecols=["timeStamp", "elapsed", "label", "success"],
                      dtype={"label": str}, keep_default_na=False, chunksize=250_000):
     n += len(c)
-print(time.perf_counter() - t, peak_rss_kib(), n)
+print(time.perf_counter() - t, time.process_time() - c0, peak_rss_kib(), n)
 """
 )
 
@@ -144,19 +146,20 @@ REPORT = (
 import sys, time
 from pathlib import Path
 from loadguard.report import render_report
-t = time.perf_counter()
+t, c0 = time.perf_counter(), time.process_time()
 out = render_report(Path(sys.argv[1]), Path(sys.argv[2]))
-print(time.perf_counter() - t, peak_rss_kib(), out.stat().st_size)
+print(time.perf_counter() - t, time.process_time() - c0, peak_rss_kib(), out.stat().st_size)
 """
 )
 
 
-def _child(code: str, *args: str) -> tuple[float, float, int]:
+def _child(code: str, *args: str) -> tuple[float, float, float, int]:
+    """(wall s, CPU s, peak RSS MiB, extra) of a fresh child process."""
     proc = subprocess.run(
         [sys.executable, "-c", code, *args], capture_output=True, text=True, check=True
     )
-    wall, rss_kib, extra = proc.stdout.split()[-3:]
-    return float(wall), int(rss_kib) / 1024.0, int(extra)
+    wall, cpu, rss_kib, extra = proc.stdout.split()[-4:]
+    return float(wall), float(cpu), int(rss_kib) / 1024.0, int(extra)
 
 
 def main() -> None:
@@ -179,8 +182,8 @@ def main() -> None:
         )
     if not decisions.exists():
         _generate_decisions(decisions, args.seconds)
-    ref_s, ref_rss, n = _child(REFERENCE, str(jtl))
-    rep_s, rep_rss, size = _child(REPORT, str(run), str(run / "report.html"))
+    ref_s, ref_cpu, ref_rss, n = _child(REFERENCE, str(jtl))
+    rep_s, rep_cpu, rep_rss, size = _child(REPORT, str(run), str(run / "report.html"))
     print(
         json.dumps(
             {
@@ -192,6 +195,9 @@ def main() -> None:
                 "report_peak_rss_mib": round(rep_rss),
                 "report_html_kib": round(size / 1024),
                 "ratio_report_over_read_csv": round(rep_s / ref_s, 2),
+                "reference_cpu_s": round(ref_cpu, 2),
+                "report_cpu_s": round(rep_cpu, 2),
+                "cpu_ratio_report_over_read_csv": round(rep_cpu / ref_cpu, 2),
             },
             indent=2,
         )
