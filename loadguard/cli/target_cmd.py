@@ -11,6 +11,7 @@ import click
 
 from loadguard.durations import format_duration, parse_duration_s
 from loadguard.errors import UsageError
+from loadguard.simulate.features import parse_metastable, parse_outage, parse_warmup
 from loadguard.target.capacity import CapacityEstimate
 from loadguard.target.distributions import ServiceDist, parse_dist
 from loadguard.target.model import ENDPOINTS, build_model
@@ -74,6 +75,11 @@ def _rate(estimate: CapacityEstimate) -> str:
     show_default=True,
     help="Workers become max(1, workers * factor rounded) at --degrade-at.",
 )
+@click.option("--warmup", help="Service starts FACTOR x slower, warm after DURATION: 3x:90s.")
+@click.option(
+    "--metastable", help="Once WAITING wait, service FACTOR x slower until drained: 80:4."
+)
+@click.option("--outage", help="Workers hang from START for DURATION, then recover: 150s:20s.")
 @click.option(
     "--p95", "p95", default="300ms", show_default=True, help="SLO whose lambda_star to print."
 )
@@ -89,6 +95,9 @@ def target(
     endpoint_service: tuple[str, ...],
     degrade_at: str | None,
     degrade_factor: float,
+    warmup: str | None,
+    metastable: str | None,
+    outage: str | None,
     p95: str,
     seed: int | None,
     access_log: bool,
@@ -105,6 +114,9 @@ def target(
     Example:
       loadguard target --port 8080 --model mmc --workers 8 --service 50ms --p95 300ms
       loadguard target --degrade-at 120s --degrade-factor 0.5
+      loadguard target --model mmc --warmup 3x:90s --p95 500ms   # the suite's plant 4
+      loadguard target --model mmc --queue 200 --metastable 80:4  # plant 5, the cliff
+      loadguard target --model mmc --queue 100000 --outage 150s:20s  # plant 7
       curl 'http://127.0.0.1:8080/_loadguard/model?p95=300ms'
     """
     if port < 0 or port > 65535:
@@ -122,6 +134,9 @@ def target(
         overrides=_overrides(endpoint_service),
         degrade_at_s=degrade_at_s,
         degrade_factor=degrade_factor,
+        warmup=parse_warmup(warmup) if warmup else None,
+        metastable=parse_metastable(metastable) if metastable else None,
+        outage=parse_outage(outage) if outage else None,
     )
     estimates = EstimateCache(model)
     estimates.warm(slo_s)
@@ -143,6 +158,10 @@ def target(
             f"loadguard target: at {format_duration(model.degrade_at_s)} workers become "
             f"{model.degraded_workers}: lambda_star={_rate(degraded)}"
         )
+    for feature in ("warmup", "metastable", "outage"):
+        value = model.to_json()[feature]
+        if value is not None:
+            echo(f"loadguard target: {feature} {value} (lambda_star above ignores it)")
     server = TargetServer(
         model,
         host=host,

@@ -40,7 +40,8 @@ from dataclasses import dataclass
 
 from loadguard.errors import UsageError
 from loadguard.simulate.fcfs import Metastable
-from loadguard.simulate.scenario import CapacityChange, Outage, Scenario, ShopService, Warmup
+from loadguard.simulate.features import Outage, Warmup
+from loadguard.simulate.scenario import CapacityChange, Scenario, ShopService
 from loadguard.slo import SloSpec
 from loadguard.target.distributions import ServiceDist
 

@@ -43,6 +43,7 @@ from loadguard.durations import parse_duration_s
 from loadguard.errors import SimulationError, UsageError
 from loadguard.simulate import mmc
 from loadguard.simulate.fcfs import Metastable
+from loadguard.simulate.features import Outage, Warmup
 from loadguard.target.capacity import estimate_lambda_star
 from loadguard.target.distributions import ServiceDist
 from loadguard.target.model import ENDPOINTS, TargetModel, build_model
@@ -74,38 +75,6 @@ class CapacityChange:
         if not (math.isfinite(value) and value > 0):
             raise SimulationError(f"capacity change factor must be > 0 in {text!r}")
         return cls(at_s, value)
-
-
-@dataclass(frozen=True, slots=True)
-class Warmup:
-    """Service starts ``factor`` times slower and is warm after ``over_s`` (linear)."""
-
-    factor: float
-    over_s: float
-
-    def __post_init__(self) -> None:
-        if not self.factor >= 1 or not self.over_s > 0:
-            raise SimulationError("warm-up needs factor >= 1 and a duration > 0")
-
-    def multiplier(self, t_s: F64) -> F64:
-        """:math:`m(t) = 1 + (k - 1) \\max(0, 1 - t/T)`."""
-        return 1.0 + (self.factor - 1.0) * np.clip(1.0 - t_s / self.over_s, 0.0, 1.0)
-
-
-@dataclass(frozen=True, slots=True)
-class Outage:
-    """The servers hang from ``at_s`` for ``duration_s``; then full recovery."""
-
-    at_s: float
-    duration_s: float
-
-    def __post_init__(self) -> None:
-        if self.at_s < 0 or not self.duration_s > 0:
-            raise SimulationError("an outage needs a start >= 0 and a duration > 0")
-
-    @property
-    def end_s(self) -> float:
-        return self.at_s + self.duration_s
 
 
 @dataclass(frozen=True, slots=True)

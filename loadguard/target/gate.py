@@ -8,7 +8,10 @@ CPU stays free, and the served queue is, by construction, exactly the modelled G
 (plus the HTTP stack's own overhead, measured in docs/demo-target.md).
 
 Pure: time is a parameter (seconds on any monotonic clock); the server passes its loop
-time. Degradation is applied on the first request at or after ``degrade_at_s``.
+time. Degradation is applied on the first request at or after ``degrade_at_s``; so is the
+model's outage (the workers are paused from its start to its end, ``FcfsQueue.pause``).
+The warm-up multiplies each service draw by m(elapsed); the metastable cliff is the
+queue's own.
 """
 
 from __future__ import annotations
@@ -44,7 +47,8 @@ class CapacityGate:
         self._model = model
         self._started_s = started_s
         self._rng = rng
-        self._queue = FcfsQueue(model.workers, model.queue)
+        self._queue = FcfsQueue(model.workers, model.queue, metastable=model.metastable)
+        self._paused = False
         self._served = 0
         self._rejected = 0
 
@@ -57,10 +61,17 @@ class CapacityGate:
 
     def admit(self, endpoint: str, now_s: float) -> Admission:
         """Offer one request of ``endpoint`` arriving at ``now_s`` (non-decreasing)."""
-        workers = self._model.workers_at(now_s - self._started_s)
+        elapsed = now_s - self._started_s
+        workers = self._model.workers_at(elapsed)
         if workers != self._queue.servers:
             self._queue.set_servers(workers)
+        outage = self._model.outage
+        if outage is not None and not self._paused and elapsed >= outage.at_s:
+            self._paused = True
+            self._queue.pause(self._started_s + outage.at_s, self._started_s + outage.end_s)
         service = self._model.service[endpoint].sample(self._rng, 1)
+        if self._model.warmup is not None:
+            service = service * self._model.warmup.multiplier(np.array([elapsed]))
         start, end, rejected = self._queue.offer(np.array([now_s]), service)
         if bool(rejected[0]):
             self._rejected += 1

@@ -11,6 +11,11 @@ Two models:
   TeaStore's browse profile produces with redirects followed (``BROWSE_MIX``). That is
   M/G/c/K with a mixture service time; λ* is simulated (``loadguard.target.capacity``).
 
+Plant features of the controller's suite (``loadguard.simulate.features``), optional:
+``warmup`` scales a request's service draw by m(t) of its arrival time t since start,
+``metastable`` slows service once a backlog builds (``FcfsQueue``'s cliff), ``outage``
+hangs the workers for a while (requests arriving then wait it out).
+
 Degradation: from ``degrade_at_s`` on the server runs with
 ``max(1, ⌊c · degrade_factor + ½⌋)`` workers (rounded half up) -- capacity c·μ scales by the factor
 (exactly when c·factor is an integer) while a lone request is served as fast as before,
@@ -26,6 +31,8 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from loadguard.errors import UsageError
+from loadguard.simulate.fcfs import Metastable
+from loadguard.simulate.features import Outage, Warmup
 from loadguard.target.distributions import ServiceDist
 
 ModelKind = Literal["mmc", "shop"]
@@ -74,6 +81,9 @@ class TargetModel:
     mix: Mapping[str, float] = field(default_factory=lambda: BROWSE_MIX)
     degrade_at_s: float | None = None
     degrade_factor: float = 0.5
+    warmup: Warmup | None = None
+    metastable: Metastable | None = None
+    outage: Outage | None = None
 
     def __post_init__(self) -> None:
         if self.workers < 1:
@@ -130,6 +140,19 @@ class TargetModel:
             "degrade_at_s": self.degrade_at_s,
             "degrade_factor": self.degrade_factor,
             "degraded_workers": self.degraded_workers,
+            "warmup": None
+            if self.warmup is None
+            else {"factor": self.warmup.factor, "over_s": self.warmup.over_s},
+            "metastable": None
+            if self.metastable is None
+            else {
+                "enter_waiting": self.metastable.enter_waiting,
+                "factor": self.metastable.factor,
+                "exit_waiting": self.metastable.exit_waiting,
+            },
+            "outage": None
+            if self.outage is None
+            else {"at_s": self.outage.at_s, "duration_s": self.outage.duration_s},
         }
 
 
@@ -142,6 +165,9 @@ def build_model(
     overrides: Mapping[str, ServiceDist] | None = None,
     degrade_at_s: float | None = None,
     degrade_factor: float = 0.5,
+    warmup: Warmup | None = None,
+    metastable: Metastable | None = None,
+    outage: Outage | None = None,
 ) -> TargetModel:
     """The model behind ``loadguard target``'s options.
 
@@ -175,4 +201,7 @@ def build_model(
         service=MappingProxyType(service),
         degrade_at_s=degrade_at_s,
         degrade_factor=degrade_factor,
+        warmup=warmup,
+        metastable=metastable,
+        outage=outage,
     )

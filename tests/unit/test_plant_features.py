@@ -10,9 +10,10 @@ import pytest
 
 from loadguard.errors import SimulationError, UsageError
 from loadguard.simulate.fcfs import FcfsQueue, Metastable
+from loadguard.simulate.features import Outage, Warmup
 from loadguard.simulate.plant import Plant
 from loadguard.simulate.plants import PLANTS, select
-from loadguard.simulate.scenario import Outage, Scenario, ShopService, Warmup
+from loadguard.simulate.scenario import Scenario, ShopService
 from loadguard.target.model import build_model
 
 
