@@ -25,9 +25,7 @@ window), so a backlog of slow requests sent at the old rate is waited out too: s
 when :math:`t - t_c \ge T_{settle} + \min(T_{max}, \texttt{backlog\_max\_ms})`. Requests
 sent at the new rate can still queue behind that backlog: after a decrease, a BREACH window
 whose achieved rate exceeds the offered one by ``drain_tolerance`` (more completions than
-arrivals: the queue is draining), or whose pressure is below ``easing_share`` of the
-pressure the decrease answered (the cut is working; the tail of the old backlog is still
-in the window), also holds, up to ``backlog_max_ms`` past the settle time.
+arrivals: the queue is draining) also holds, up to ``backlog_max_ms`` past the settle time.
 A window stretched back for a low rate (``Window(stretch_to=...)``, length
 :math:`W' > W`) reaches :math:`W' - W` further into the past, so the wait grows by that
 much (``window_ms`` = W). Escalation: a decrease that was enough makes the window's
@@ -137,7 +135,6 @@ class Settling:
     escalation: float = 3.0
     early_near: bool = False
     window_ms: int = 0
-    easing_share: float = 0.5
     _rate: float | None = field(default=None, init=False)
     _prev_pressure: float = field(default=0.0, init=False)
     _change_pressure: float = field(default=0.0, init=False)
@@ -190,10 +187,8 @@ class Settling:
                     return d.with_detail(settling=early)
             return hold(obs, rate, "settling", settle_left_ms=float(wait - since))
         draining = obs.achieved_rps > (1.0 + self.drain_tolerance) * obs.commanded_rps
-        # The cut is working: the breach is much milder than the one it answered.
-        easing = (obs.pressure or 0.0) < self.easing_share * self._change_pressure
         if (
-            (draining or easing)
+            draining
             and not self._went_up
             and obs.zone is Zone.BREACH
             and since < self.settle_ms + self.backlog_max_ms

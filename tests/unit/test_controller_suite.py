@@ -50,9 +50,10 @@ MISSES: dict[str, dict[str, float]] = {
     "warmup": {"violations": 0.15, "t90": 145.0},
     # Same setpoint as mm8 (it never enters the cliff).
     "cliff": {"efficiency": 0.86},
-    # After the halving two cuts land at 0.64 of the new lambda* and the PI climbs back
-    # slowly (pressure is flat that far below the knee): 90 % of lambda* after 285 s.
-    "halves": {"violations": 0.05, "efficiency": 0.75, "recovery": 290.0},
+    # After the halving three cuts in 20 s (the last judges the backlog of the second)
+    # land far below the new lambda*, and the PI climbs back slowly (pressure is flat
+    # that far below the knee): 90 % of lambda* only after 131 s.
+    "halves": {"violations": 0.08, "efficiency": 0.75, "recovery": 135.0},
     # The hung requests' completions read as a breach (a stall): the policy cuts twice,
     # then regains the pre-outage rate in ramp steps (~54 s after the outage ends) -- but
     # that rate is the setpoint's ~0.86 lambda*, so "90 % of lambda*" is never reached.

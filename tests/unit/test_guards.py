@@ -138,21 +138,6 @@ def test_draining_backlog_holds_after_settling() -> None:
     assert d.detail["draining_rps"] == pytest.approx(20.0)
 
 
-def test_a_much_milder_breach_after_a_decrease_holds_after_settling() -> None:
-    # The cut answered pressure 5.5; 1.9 a settle time later is the backlog easing off.
-    guard = Settling(Wants(0.5), settle_ms=12_000, easing_share=0.5)
-    guard.decide(obs(Zone.BREACH, now_ms=10_000, pressure=5.5), 100.0)
-    d = guard.decide(obs(Zone.BREACH, now_ms=23_000, commanded=50.0, pressure=1.9), 50.0)
-    assert (d.action, d.reason) == (Action.HOLD, "settling")
-
-
-def test_a_breach_as_bad_as_the_one_cut_for_is_judged_after_settling() -> None:
-    guard = Settling(Wants(0.5), settle_ms=12_000, easing_share=0.5)
-    guard.decide(obs(Zone.BREACH, now_ms=10_000, pressure=2.0), 100.0)
-    d = guard.decide(obs(Zone.BREACH, now_ms=23_000, commanded=50.0, pressure=1.8), 50.0)
-    assert d.action is Action.DECREASE
-
-
 @pytest.mark.parametrize(
     ("staleness", "rate", "action", "new_rate"),
     [
