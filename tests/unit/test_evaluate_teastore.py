@@ -65,6 +65,11 @@ def test_given_sweep_rates_are_kept_for_teastore() -> None:
     assert "sweep_rates" not in teastore_overrides("single", False, {"sweep_rates": (10.0,)})
 
 
+def test_full_teastore_sweep_points_leave_the_jit_warm_up_out(tmp_path: Path) -> None:
+    cfg = EvalConfig(out_dir=tmp_path, **teastore_overrides("single", False, {}))  # type: ignore[arg-type]
+    assert (cfg.sweep_seconds, cfg.sweep_warmup_s) == (90.0, 60.0)
+
+
 def test_suite_with_a_teastore_target_is_refused_in_one_line() -> None:
     result = CliRunner().invoke(cli, ["evaluate", "--suite", "--target", "teastore"])
     assert result.exit_code == 2 and "--suite" in result.output
