@@ -36,7 +36,7 @@ from loadguard.clock import Clock, Staleness, WallClock
 from loadguard.decisions import DecisionLogWriter, DecisionRow
 from loadguard.jtl.sample import SampleBatch
 from loadguard.observation import Action, Observation
-from loadguard.policies.base import Decision, Policy
+from loadguard.policies.base import Decision, Policy, same_rate
 from loadguard.stats import WindowStats
 from loadguard.summary import RunAccumulator, Summary, SummaryBuilder
 from loadguard.window import Window
@@ -241,7 +241,7 @@ class ControlLoop:
 
     def _actuate(self, decision: Decision) -> PushResult:
         target = decision.new_rate
-        if abs(target - self.applied_rate) < 1e-9 and self.rate_confirmed:
+        if same_rate(self.applied_rate, target) and self.rate_confirmed:
             return PushResult(rate_rps=target, applied=True, acks=())
         push = self.actuator.push(target)
         if push.applied:

@@ -14,12 +14,22 @@ from typing import Protocol
 
 from loadguard.observation import Action, Observation, Zone
 
-__all__ = ["Action", "Decision", "Detail", "Policy", "Zone", "action_for", "decide", "hold"]
+__all__ = [
+    "Action", "Decision", "Detail", "Policy", "Zone", "action_for", "decide", "hold",
+    "same_rate",
+]  # fmt: skip
 
 Detail = Mapping[str, float | str]
 
-#: Relative change below which a new rate counts as "the same" (HOLD).
+#: Relative change below which a new rate counts as "the same" (HOLD). The one tolerance
+#: for "has the rate in force changed?": the loop, the policies and the guards all ask
+#: ``same_rate``.
 RATE_EPSILON = 1e-9
+
+
+def same_rate(old_rate: float, new_rate: float) -> bool:
+    """``new_rate`` is ``old_rate`` within ``RATE_EPSILON`` (relative to ``old_rate``)."""
+    return abs(new_rate - old_rate) <= RATE_EPSILON * abs(old_rate)
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,7 @@ from typing import ClassVar
 
 from loadguard.errors import PolicyError
 from loadguard.observation import Observation, Zone
-from loadguard.policies.base import Decision, decide, hold
+from loadguard.policies.base import Decision, decide, hold, same_rate
 
 
 @dataclass
@@ -120,7 +120,7 @@ class GradientPolicy:
             raise PolicyError("gradient window_ms and ramp_min_samples must be >= 1")
 
     def decide(self, obs: Observation, rate: float) -> Decision:
-        if self._rate is None or not math.isclose(rate, self._rate, rel_tol=1e-9):
+        if self._rate is None or not same_rate(self._rate, rate):
             self._rate, self._sum_e, self._sum_w, self._prev_ms = rate, 0.0, 0.0, None
         if obs.zone is Zone.NO_DATA or obs.pressure is None:
             return hold(obs, rate, "no_data", phase=self.phase)

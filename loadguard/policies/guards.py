@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 
 from loadguard.errors import PolicyError
 from loadguard.observation import Action, Observation, Zone
-from loadguard.policies.base import Decision, Policy, hold
+from loadguard.policies.base import Decision, Policy, hold, same_rate
 
 
 @dataclass
@@ -153,7 +153,7 @@ class Settling:
     def decide(self, obs: Observation, rate: float) -> Decision:
         if self._rate is None:
             self._rate = rate  # the start rate: in force from the first sample on
-        elif not math.isclose(rate, self._rate, rel_tol=1e-9):
+        elif not same_rate(self._rate, rate):
             # The change was pushed right after the previous tick's decision.
             self._changed_at = self._prev_now if self._prev_now is not None else obs.timer_ms
             self._went_up = rate > self._rate

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from loadguard.errors import PolicyError
 from loadguard.observation import Observation, Zone
-from loadguard.policies.base import Decision, decide, hold
+from loadguard.policies.base import Decision, decide, hold, same_rate
 
 
 @dataclass
@@ -73,7 +73,7 @@ class SearchPolicy:
         return decide(obs, rate, new, reason, **self._detail())
 
     def decide(self, obs: Observation, rate: float) -> Decision:
-        if self._rate is None or not math.isclose(rate, self._rate, rel_tol=1e-9):
+        if self._rate is None or not same_rate(self._rate, rate):
             # A new rate (ours, or set by a guard): start judging it afresh.
             self._rate, self._judged, self._last_judged_ms, self._worst_p95 = rate, 0, None, 0.0
         if obs.zone is Zone.NO_DATA:
@@ -94,7 +94,7 @@ class SearchPolicy:
 
     def _compliant(self, obs: Observation, rate: float) -> Decision:
         if self.lo is None or rate >= self.lo:
-            if self.lo is not None and math.isclose(rate, self.lo, rel_tol=1e-9):
+            if self.lo is not None and same_rate(self.lo, rate):
                 self.evidence_windows += 1
                 self.evidence_p95_ms = max(self.evidence_p95_ms, obs.stats.overall.p95_ms or 0.0)
             else:
@@ -113,7 +113,7 @@ class SearchPolicy:
         if obs.timer_ms - self._holding_since >= self.probe_every_ms:
             self._holding_since = None
             return self._move(obs, rate, rate * (1.0 + self.tolerance), "probe")
-        if not math.isclose(rate, self.lo or rate, rel_tol=1e-9):
+        if not same_rate(self.lo or rate, rate):
             return self._move(obs, rate, self.lo or rate, "hold")
         return hold(obs, rate, "hold", **self._detail())
 
@@ -135,7 +135,7 @@ class SearchPolicy:
         if self.hi / self.lo - 1.0 <= self.tolerance:
             self.phase = "hold"
             self._holding_since = obs.timer_ms
-            if math.isclose(rate, self.lo, rel_tol=1e-9):
+            if same_rate(self.lo, rate):
                 return hold(obs, rate, "hold", **self._detail())
             return self._move(obs, rate, self.lo, "hold" if reason == "safe" else reason)
         return self._move(obs, rate, math.sqrt(self.lo * self.hi), reason)

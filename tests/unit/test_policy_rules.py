@@ -251,3 +251,12 @@ def test_build_policy_rejects_bad_input(name: str, params: dict[str, str], messa
 def test_parse_params_needs_key_value() -> None:
     with pytest.raises(PolicyError, match="KEY=VALUE"):
         parse_params(["step"])
+
+
+def test_same_rate_is_one_relative_tolerance_for_every_rate() -> None:
+    from loadguard.policies.base import same_rate
+
+    assert same_rate(1500.0, 1500.0 * (1 + 5e-10))
+    assert not same_rate(1500.0, 1500.0 * (1 + 5e-9))
+    assert same_rate(0.5, 0.5 + 1e-10)
+    assert not same_rate(0.0, 1e-12)  # nothing in force yet: any rate is a change
