@@ -24,10 +24,13 @@ from tests.jmeter_runner import jmeter_pids, read_decisions
 pytestmark = pytest.mark.jmeter
 
 TICK_MS = 1000
+# Rows are stamped on the wall clock, auto-stop times on the monotonic one: the two can
+# round a millisecond apart.
+CLOCKS_MS = 5
 WINDOW = "5s"
-# Floor 5 req/s keeps >= min_samples (20) in a 5 s window, so the SLO is still judged
-# there. Floor 1 req/s: below 4 req/s a window is too thin to judge (NO_DATA), the cuts
-# stop there, and auto-stop must still fire because those few samples all fail.
+# Floor 5 req/s keeps >= min_samples (20) in a 5 s window. Floor 1 req/s: a 5 s window
+# is too thin (5 samples), so the window stretches back until it holds min_samples (at
+# most 6 windows): the floor is still judged, never NO_DATA, and auto-stop still fires.
 INITIAL, AUTO_STOP = 20.0, 5
 # A loaded machine can take 15 s to get JMeter's first sample out; the stale guard (2
 # windows + 2 windows by default) would otherwise floor the rate before the test begins.
@@ -64,15 +67,16 @@ def test_target_down_cuts_to_the_floor_never_raises_and_auto_stops(
         assert float(rows[i]["new_rate"]) <= float(rows[i]["old_rate"]), rows[i]
     window_ms = parse_duration_s(WINDOW) * 1000
     if floor < 4.0:
-        # The rate is cut while windows can be judged, then held (no_data) while those
-        # thin windows keep failing; the breach is continuous for auto-stop all along.
+        # Thin windows are stretched back to min_samples, so even the 1 req/s floor is
+        # judged: the breach is continuous (never NO_DATA) for auto-stop all along.
         thin = [i for i, r in enumerate(rows) if r["zone"] == "NO_DATA" and i > breached[0]]
-        assert thin, "no thin window after the first breach"
+        assert not thin, [(rows[i]["tick"], rows[i]["reason"]) for i in thin]
+        assert float(rows[-1]["old_rate"]) < 4.0  # below min_samples / window
         assert all(float(r["new_rate"]) <= float(r["old_rate"]) for r in rows[breached[0] :])
         assert rows[-1]["action"] == "STOP" and rows[-1]["reason"] == "auto_stop"
         breach_ms = int(rows[-1]["epoch_ms"]) - int(rows[breached[0]]["epoch_ms"])
-        assert AUTO_STOP * window_ms <= breach_ms <= AUTO_STOP * window_ms + 2 * TICK_MS
-        print(f"\ntarget down, thin windows: {len(thin)} NO_DATA rows, stop after {breach_ms} ms")
+        assert AUTO_STOP * window_ms - CLOCKS_MS <= breach_ms <= AUTO_STOP * window_ms + 2 * TICK_MS
+        print(f"\ntarget down, 1 req/s floor judged, stop after {breach_ms} ms")
         return
     # Down to the floor within the ticks the guards allow: while breached, the rate is cut
     # again as soon as the settle time (lag + window) after the last change has passed,
@@ -94,7 +98,7 @@ def test_target_down_cuts_to_the_floor_never_raises_and_auto_stops(
     # Auto-stop: the last row is STOP, after AUTO_STOP windows of continuous breach.
     assert rows[-1]["action"] == "STOP" and rows[-1]["reason"] == "auto_stop"
     breach_ms = int(rows[-1]["epoch_ms"]) - int(rows[breached[0]]["epoch_ms"])
-    assert AUTO_STOP * window_ms <= breach_ms <= AUTO_STOP * window_ms + 2 * TICK_MS
+    assert AUTO_STOP * window_ms - CLOCKS_MS <= breach_ms <= AUTO_STOP * window_ms + 2 * TICK_MS
     print(
         f"\ntarget down: first breach at tick {breached[0] + 1}, floor after {took} ticks "
         f"({len(cuts)} cuts, tick gaps {gaps}, settle {settle_ticks}), "
