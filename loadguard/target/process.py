@@ -114,15 +114,14 @@ class TargetProcess:
         return self.proc.returncode
 
 
-@contextmanager
-def spawn_target(
-    options: Sequence[str] = (),
-    *,
-    python: str = sys.executable,
-    startup_timeout_s: float = 60.0,
-) -> Iterator[TargetProcess]:
-    """Start ``python -m loadguard target --port 0 <options>``; yields once it listens."""
-    argv = [python, "-m", "loadguard", "target"]
+def start_server_command(
+    command: str, options: Sequence[str], python: str = sys.executable
+) -> tuple[subprocess.Popen[str], queue.Queue[str | None], list[str]]:
+    """Start ``python -m loadguard COMMAND --port 0 <options>`` (a foreground server).
+
+    Returns the process, a queue of its output lines (``None`` once it closes) and the
+    list every line is also kept in; a daemon thread drains the pipe."""
+    argv = [python, "-m", "loadguard", command]
     if "--port" not in options:
         argv += ["--port", "0"]
     argv += list(options)
@@ -139,7 +138,19 @@ def spawn_target(
             lines.put(line)
         lines.put(None)
 
-    threading.Thread(target=drain, name="loadguard-target-output", daemon=True).start()
+    threading.Thread(target=drain, name=f"loadguard-{command}-output", daemon=True).start()
+    return proc, lines, output
+
+
+@contextmanager
+def spawn_target(
+    options: Sequence[str] = (),
+    *,
+    python: str = sys.executable,
+    startup_timeout_s: float = 60.0,
+) -> Iterator[TargetProcess]:
+    """Start ``python -m loadguard target --port 0 <options>``; yields once it listens."""
+    proc, lines, output = start_server_command("target", options, python)
     target: TargetProcess | None = None
     try:
         ready = _wait_ready(lines, startup_timeout_s, output)

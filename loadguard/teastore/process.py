@@ -17,13 +17,13 @@ import queue
 import re
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 from loadguard.errors import EngineError
+from loadguard.target.process import start_server_command
 
 READY = re.compile(r"^loadguard teastore ready: url=(\S+) port=(\d+)$")
 
@@ -49,24 +49,7 @@ def spawn_teastore(
     startup_timeout_s: float = 900.0,
     stop_timeout_s: float = 60.0,
 ) -> Iterator[TeaStoreProcess]:
-    argv = [python, "-m", "loadguard", "teastore"]
-    if "--port" not in options:
-        argv += ["--port", "0"]
-    argv += list(options)
-    proc = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
-    )
-    lines: queue.Queue[str | None] = queue.Queue()
-    output: list[str] = []
-
-    def drain() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            output.append(line.rstrip("\n"))
-            lines.put(line)
-        lines.put(None)
-
-    threading.Thread(target=drain, name="loadguard-teastore-output", daemon=True).start()
+    proc, lines, output = start_server_command("teastore", options, python)
     try:
         deadline = time.monotonic() + startup_timeout_s
         ready = None
