@@ -160,6 +160,7 @@ def metrics(
         f"{status.records} records: {status.rows_counted} counted, "
         f"{status.skipped_transactions} transaction rows, {status.skipped_subresults} "
         f"sub-results, {status.filtered} filtered out, {status.malformed_rows} malformed"
+        + (f", {status.cut_short_rows} cut short at stop" if status.cut_short_rows else "")
         + (
             f", {status.illegal_xml_chars} illegal XML characters replaced"
             if status.illegal_xml_chars

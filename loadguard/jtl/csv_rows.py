@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from loadguard.jtl.raw_rows import (
+    CUT_SHORT,
     MAX_ELAPSED_MS,
     MAX_TIMESTAMP_MS,
     SUBRESULT_LABEL,
@@ -336,7 +337,7 @@ class CsvChunkParser:
         except ValueError:
             return None, f"elapsed {fields[self._elapsed][:40]!r} is not a number"
         if elapsed < 0:
-            return None, "negative elapsed"
+            return None, CUT_SHORT
         if elapsed >= MAX_ELAPSED_MS:
             return None, f"elapsed {fields[self._elapsed][:40]!r} is out of range"
         success_text = fields[self._success].lower()

@@ -187,12 +187,12 @@ class CsvStreamDecoder:
 
     def _parse(self, chunk: bytes, exact: bool = False) -> RawRows:
         assert self._parser is not None
-        before = self.bad.count
+        before = self.bad.records
         if exact:
             rows = self._parser.parse_exact(chunk, self.records + 1, self.bad)
         else:
             rows = self._parser.parse(chunk, self.records + 1, self.bad)
-        self.records += len(rows) + self.bad.count - before
+        self.records += len(rows) + self.bad.records - before
         return rows
 
     def _drain(self, final: bool) -> list[RawRows]:

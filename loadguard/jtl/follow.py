@@ -87,6 +87,9 @@ class FollowerStatus:
     #: XML: characters XML 1.0 forbids (binary response data), replaced so the samples
     #: holding them still count.
     illegal_xml_chars: int = 0
+    #: Rows JMeter wrote for a sample cut short at stop (negative elapsed): left out,
+    #: not malformed (``raw_rows.CUT_SHORT``).
+    cut_short_rows: int = 0
 
 
 class JtlFollower:
@@ -191,6 +194,7 @@ class JtlFollower:
             transaction_labels=tuple(sorted(self.selector.transaction_labels)),
             delimiter=self._csv.delimiter if self._csv is not None else None,
             illegal_xml_chars=self.illegal_xml_chars,
+            cut_short_rows=self.bad.cut_short,
         )
 
     # -- file handling ---------------------------------------------------------------

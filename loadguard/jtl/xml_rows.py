@@ -44,6 +44,7 @@ import numpy as np
 from lxml import etree
 
 from loadguard.jtl.raw_rows import (
+    CUT_SHORT,
     MAX_ELAPSED_MS,
     MAX_TIMESTAMP_MS,
     TRANSACTION_PREFIX,
@@ -55,6 +56,8 @@ from loadguard.jtl.timestamps import parse_timestamps
 log = logging.getLogger(__name__)
 
 _SAMPLE_TAGS = frozenset(["httpSample", "sample"])
+#: A negative elapsed (``t="-123"``): JMeter never set the sample's end (raw_rows.CUT_SHORT).
+_CUT_SHORT_T = re.compile(r"-\d+$")
 _TOP_START = re.compile(rb"(?m)^<(?:httpSample|sample)[\s/>]")
 _TOP_END_TAG = re.compile(rb"(?m)^(?:</httpSample>|</sample>)[ \t\r]*$")
 _DOC_END = re.compile(rb"(?m)^</testResults>")
@@ -215,6 +218,12 @@ class XmlStreamDecoder:
         stack: list[tuple[etree._Element, bool]] = [(top, False)]
         while stack:
             el, subresult = stack.pop()
+            if _CUT_SHORT_T.match(el.get("t", "")):
+                # JMeter's row for a sample cut short at stop (raw_rows.CUT_SHORT): left
+                # out, not malformed; what completed inside it still counts.
+                self.bad.add(self.records + 1, CUT_SHORT, "")
+                stack.extend((c, subresult) for c in reversed(el) if c.tag in _SAMPLE_TAGS)
+                continue
             row = self._row(el, subresult=subresult)
             if row is None:
                 return False

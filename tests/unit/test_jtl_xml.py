@@ -133,3 +133,18 @@ def test_cut_short_parent_transaction_keeps_its_children() -> None:
     assert [(r[3], r[4], r[5]) for r in rows] == [
         ("tx", True, False), ("c", False, False), ("tx", True, False), ("c", False, False),
     ]  # fmt: skip
+
+
+def test_negative_elapsed_sample_is_cut_short_not_malformed_and_its_children_count() -> None:
+    # A sample whose end JMeter never set (elapsed = -timeStamp) as the test stopped.
+    data = (
+        PROLOG
+        + sample(5, 1000, "a").encode()
+        + sample(-1001, 1001, "tx", rm="", tag="sample", children=nested(9, 1002, "c")).encode()
+        + sample(-1003, 1003, "tx2", rm="").encode()
+        + sample(6, 1004, "b").encode()
+    )
+    rows, bad = decode(data)
+    assert [r[3] for r in rows] == ["a", "c", "b"]
+    assert bad.count == 0
+    assert bad.cut_short == 2
