@@ -4,6 +4,12 @@ A policy maps (observation, rate in force) to a ``Decision``. Policies may keep 
 every internal that shaped a decision goes into ``Decision.detail`` so a run can be replayed
 from its decision log. The rate passed in is always the rate actually in force (after the
 guard rails), never the policy's own wish: that is what keeps integrators from winding up.
+
+The rate in force has one owner, ``loadguard.rate.RateInForce``, kept by the caller (the
+loop, the simulator). It passes the value as ``rate`` and its last change as
+``obs.rate_change`` (when, which way); a policy that resets on a new rate compares that
+change with the one it last saw, never a rate of its own. ``same_rate`` (re-exported from
+``loadguard.rate``) is the one tolerance for "the same rate".
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from loadguard.observation import Action, Observation, Zone
+from loadguard.rate import RATE_EPSILON, same_rate
 
 __all__ = [
     "Action", "Decision", "Detail", "Policy", "Zone", "action_for", "decide", "hold",
@@ -20,16 +27,6 @@ __all__ = [
 ]  # fmt: skip
 
 Detail = Mapping[str, float | str]
-
-#: Relative change below which a new rate counts as "the same" (HOLD). The one tolerance
-#: for "has the rate in force changed?": the loop, the policies and the guards all ask
-#: ``same_rate``.
-RATE_EPSILON = 1e-9
-
-
-def same_rate(old_rate: float, new_rate: float) -> bool:
-    """``new_rate`` is ``old_rate`` within ``RATE_EPSILON`` (relative to ``old_rate``)."""
-    return abs(new_rate - old_rate) <= RATE_EPSILON * abs(old_rate)
 
 
 @dataclass(frozen=True)
