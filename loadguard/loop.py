@@ -11,11 +11,15 @@ raises for a failed push or a bad row: those are logged (``applied=false``,
 ``malformed_rows``) and the loop goes on. Only an unwritable decision log stops it,
 because then decisions could no longer be accounted for.
 
-Rate bookkeeping: ``applied_rate`` is what the engines last acknowledged (what JMeter
-is really running); the policy decides from it. After a failed push (or an initial push
-that never landed) ``rate_confirmed`` is false and the next decision is pushed even if it
-leaves the rate unchanged, so the rate is re-asserted as soon as the port comes back and
-every row logged meanwhile says ``applied=false``.
+Rate bookkeeping: the loop owns the one ``loadguard.rate.RateInForce`` (``self.rate``):
+the rate the engines last acknowledged (what JMeter is really running) and its last
+change, stamped with the monotonic ms of the observation whose decision was pushed. The
+policy decides from its value, and every observation carries its change
+(``Observation.rate_change``), from which ``Settling`` and the policies tell a new rate;
+none of them keeps a rate of its own. After a failed push (or an initial push that never
+landed) the rate is unconfirmed and the next decision is pushed even if it leaves the rate
+unchanged, so the rate is re-asserted as soon as the port comes back and every row logged
+meanwhile says ``applied=false``. A failed push is not a change.
 
 Clocks (``loadguard.clock``): the window's edge and the log's timestamps are wall-clock
 epoch ms, as JMeter's rows are; the tick schedule, ``--duration`` and idle exit run on the
@@ -36,7 +40,8 @@ from loadguard.clock import Clock, Staleness, WallClock
 from loadguard.decisions import DecisionLogWriter, DecisionRow
 from loadguard.jtl.sample import SampleBatch
 from loadguard.observation import Action, Observation
-from loadguard.policies.base import Decision, Policy, same_rate
+from loadguard.policies.base import Decision, Policy
+from loadguard.rate import RateInForce
 from loadguard.stats import WindowStats
 from loadguard.summary import RunAccumulator, Summary, SummaryBuilder
 from loadguard.window import Window
@@ -170,10 +175,9 @@ class ControlLoop:
         self.run_acc = RunAccumulator()
         self.stop_event = threading.Event()
         self.stop_reason: str | None = None
-        self.applied_rate = 0.0
-        # False until the engines acknowledge ``applied_rate`` (and again after a failed
-        # push): the rate is then pushed every tick, even a HOLD, until it is confirmed.
-        self.rate_confirmed = False
+        # The rate in force: unconfirmed until the engines acknowledge it (and again after
+        # a failed push); it is then pushed every tick, even a HOLD, until confirmed.
+        self.rate = RateInForce()
         # Monotonic ms (``clock.mono_ms``): when the loop started / last read new rows.
         self.started_ms = 0
         self.last_sample_ms: int | None = None
@@ -195,17 +199,15 @@ class ControlLoop:
         self.started_ms = self.clock.mono_ms()
         self.last_growth_ms = self.started_ms
         if preset:
-            self.applied_rate = initial_rate
+            self.rate.start(initial_rate, confirmed=False)
             return None
         current = self.actuator.read_rate()
         if current is not None and current > 0:
-            self.applied_rate = current
-            self.rate_confirmed = True
+            self.rate.start(current, confirmed=True)
             log.info("resuming from the engine's rate %.3f req/s", current)
             return None
-        self.applied_rate = initial_rate
         push = self.actuator.push(initial_rate)
-        self.rate_confirmed = push.applied
+        self.rate.start(initial_rate, confirmed=push.applied)
         if not push.applied:
             log.warning("initial push of %.3f req/s not applied yet; will retry", initial_rate)
         return push
@@ -220,10 +222,10 @@ class ControlLoop:
             self.run_acc.add(batch)
             self.last_growth_ms = mono
         stats = self.window.stats(now)
-        obs = self.evaluator.evaluate(stats, now, self.applied_rate)
+        obs = self.evaluator.evaluate(stats, now, self.rate.value)
         staleness = self.staleness.update(obs.staleness_ms, len(batch) > 0, mono)
-        obs = replace(obs, mono_ms=mono, staleness_ms=staleness)
-        decision = self.policy.decide(obs, self.applied_rate)
+        obs = replace(obs, mono_ms=mono, staleness_ms=staleness, rate_change=self.rate.change)
+        decision = self.policy.decide(obs, self.rate.value)
         push = self._actuate(decision)
         tick_no = self.writer.next_tick()
         row = row_from(decision, push, tick_no, self.evaluator.log_thresholds())
@@ -241,14 +243,15 @@ class ControlLoop:
 
     def _actuate(self, decision: Decision) -> PushResult:
         target = decision.new_rate
-        if same_rate(self.applied_rate, target) and self.rate_confirmed:
+        if not self.rate.needs_push(target):
             return PushResult(rate_rps=target, applied=True, acks=())
         push = self.actuator.push(target)
         if push.applied:
-            self.applied_rate = target
-        # A failed push may still have reached an engine (a reply lost after the write):
-        # re-assert whatever is decided next, even an unchanged rate.
-        self.rate_confirmed = push.applied
+            self.rate.acknowledged(target, decision.observation.timer_ms)
+        else:
+            # It may still have reached an engine (a reply lost after the write):
+            # re-assert whatever is decided next, even an unchanged rate.
+            self.rate.push_failed()
         return push
 
     # -- the loop ----------------------------------------------------------------

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from loadguard.rate import RateChange
 from loadguard.stats import WindowStats
 
 
@@ -49,6 +50,12 @@ class Observation:
     ``mono_ms`` is the same tick on the loop's monotonic clock (``None`` where the two
     cannot differ: the simulator, replays). Policies time their timers on ``timer_ms``,
     so a wall-clock step never stretches or skips a settling, probe or auto-stop wait.
+
+    ``rate_change`` is the last change of the rate in force (``commanded_rps``), as its
+    owner (``loadguard.rate.RateInForce``) recorded it: when, on the ``timer_ms`` clock,
+    and which way. ``None``: the start rate has been in force since the first sample.
+    Policies and guards ask it "has the rate changed, and how long ago?" and keep no
+    copy of the rate.
     """
 
     now_ms: int
@@ -60,6 +67,7 @@ class Observation:
     commanded_rps: float
     pressure: float | None = None
     mono_ms: int | None = None
+    rate_change: RateChange | None = None
 
     @property
     def timer_ms(self) -> int:

@@ -3,16 +3,19 @@
 Every tick of ``tick_s``: the plant advances, the JTL rows it shows go into the **same**
 ``Window`` the sidecar uses, ``SloSpec.evaluate`` judges the window, the guarded policy from
 ``build_policy`` decides, and a changed rate is pushed to the plant (effective after the
-actuation lag). Nothing here is simulator-specific except the row source, the clock and
-the actuator.
+actuation lag). The rate in force is kept as the live loop keeps it, by one
+``RateInForce`` that records every push (the plant acknowledges them all) and whose last
+change every observation carries. Nothing here is simulator-specific except the row
+source, the clock and the actuator.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from loadguard.observation import Action
 from loadguard.policies.base import Decision, Policy
+from loadguard.rate import RateInForce
 from loadguard.simulate.plant import Plant
 from loadguard.simulate.scenario import Scenario
 from loadguard.slo import SloSpec
@@ -49,21 +52,22 @@ def simulate(scenario: Scenario, spec: SloSpec, policy: Policy) -> SimRun:
         max_window_ms=STRETCH_WINDOWS * spec.window_ms,
     )
     run = SimRun(scenario, spec, policy.name, plant=plant)
-    rate = scenario.start_rate
+    rate = RateInForce(scenario.start_rate, confirmed=True)
     n_ticks = round(scenario.duration_s / scenario.tick_s)
     t0 = 0.0
     for k in range(1, n_ticks + 1):
         t1 = k * scenario.tick_s
         window.add(plant.advance(t0, t1))
         now_ms = round(t1 * 1000.0)
-        obs = spec.evaluate(window.stats(now_ms), now_ms, rate)
-        decision = policy.decide(obs, rate)
-        run.ticks.append(TickRecord(t1, rate, plant.queue.servers, decision))
+        obs = spec.evaluate(window.stats(now_ms), now_ms, rate.value)
+        obs = replace(obs, rate_change=rate.change)
+        decision = policy.decide(obs, rate.value)
+        run.ticks.append(TickRecord(t1, rate.value, plant.queue.servers, decision))
         if decision.action is Action.STOP:
             run.stopped_at_s = t1
             break
-        if decision.new_rate != rate:
-            rate = decision.new_rate
-            plant.push(t1, rate)
+        if rate.needs_push(decision.new_rate):
+            rate.acknowledged(decision.new_rate, obs.timer_ms)
+            plant.push(t1, decision.new_rate)
         t0 = t1
     return run

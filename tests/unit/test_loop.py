@@ -133,7 +133,7 @@ def test_failed_push_is_logged_not_applied_and_reasserted(tmp_path: Path) -> Non
     for _ in range(15):
         clock.ms += 1000
         loop.tick()
-    assert loop.applied_rate == 5.0
+    assert (loop.rate.value, loop.rate.change) == (5.0, None)  # a failed push is no change
     unapplied = [r for r in rows(tmp_path / "d.csv") if r["applied"] == "false"]
     assert unapplied and all("connection refused" in r["engine_ack"] for r in unapplied)
     act.reachable = True
@@ -141,8 +141,28 @@ def test_failed_push_is_logged_not_applied_and_reasserted(tmp_path: Path) -> Non
         clock.ms += 1000
         loop.tick()
     writer.close()
-    assert loop.applied_rate > 5.0
+    assert loop.rate.value > 5.0
     assert rows(tmp_path / "d.csv")[-1]["applied"] == "true"
+
+
+def test_a_change_is_stamped_with_the_pushing_ticks_monotonic_time(tmp_path: Path) -> None:
+    clock, act = FakeClock(), FakeActuator()
+    loop, writer = make_loop(tmp_path, act, clock)
+    loop.start(5.0)
+    for _ in range(20):
+        clock.ms += 1000
+        loop.tick()
+    writer.close()
+    changed = [
+        r for r in rows(tmp_path / "d.csv") if r["applied"] == "true" and r["action"] != "HOLD"
+    ]
+    assert changed, "the loop never changed the rate"
+    last = changed[-1]
+    assert loop.rate.change is not None
+    assert loop.rate.change.at_ms == int(last["epoch_ms"]) - T0  # the clock's mono_ms
+    assert loop.rate.change.rose == (last["action"] == "INCREASE")
+    assert loop.rate.change.serial == len(changed)
+    assert loop.rate.value == pytest.approx(float(last["new_rate"]))
 
 
 def test_start_resumes_from_the_engine_rate(tmp_path: Path) -> None:
@@ -150,7 +170,7 @@ def test_start_resumes_from_the_engine_rate(tmp_path: Path) -> None:
     loop, writer = make_loop(tmp_path, act, clock)
     assert loop.start(5.0) is None
     writer.close()
-    assert loop.applied_rate == 42.0
+    assert loop.rate.value == 42.0
     assert act.pushes == []
 
 
