@@ -11,12 +11,16 @@ override never leaves a policy's state out of step with reality. Their timers (a
 policies') measure elapsed time on ``Observation.timer_ms``, the loop's monotonic clock,
 so a wall-clock step neither stretches nor skips a wait.
 
-Settling (the one that matters for control). A rate pushed at :math:`t_c` takes effect
-after the actuation lag L, and the window of length W keyed on completion time holds only
-samples sent at the new rate from :math:`t_c + L + W` on (plus the JTL flush delay, which
-the caller adds to ``settle_ms``). Judging a window that still mixes the old rate is the
-classic mistake: after a decrease, the old rate's slow samples look like a breach at the
-new rate and the controller cuts again and again. So until
+Settling (the one that matters for control). :math:`t_c` is when the rate in force last
+changed and whether it rose, both read from ``Observation.rate_change`` (recorded by the
+rate's owner, ``loadguard.rate.RateInForce``, at the tick whose push the engines
+acknowledged; a failed push is no change); the guard keeps no rate of its own. A rate
+pushed at :math:`t_c` takes effect after the actuation lag L, and the window of length W
+keyed on completion time holds only samples sent at the new rate from
+:math:`t_c + L + W` on (plus the JTL flush delay, which the caller adds to
+``settle_ms``). Judging a window that still mixes the old rate is the classic mistake:
+after a decrease, the old rate's slow samples look like a breach at the new rate and the
+controller cuts again and again. So until
 :math:`t - t_c \ge T_{settle}` the guard HOLDs (reason ``settling``), with one exception:
 a BREACH after an *increase* is passed through, because a window mixing the new, higher
 rate with the old one can only understate the new rate's latency. A sample completing in
@@ -53,7 +57,8 @@ from dataclasses import dataclass, field
 
 from loadguard.errors import PolicyError
 from loadguard.observation import Action, Observation, Zone
-from loadguard.policies.base import Decision, Policy, hold, same_rate
+from loadguard.policies.base import Decision, Policy, hold
+from loadguard.rate import RateChange
 
 
 @dataclass
@@ -135,12 +140,9 @@ class Settling:
     escalation: float = 3.0
     early_near: bool = False
     window_ms: int = 0
-    _rate: float | None = field(default=None, init=False)
     _prev_pressure: float = field(default=0.0, init=False)
     _change_pressure: float = field(default=0.0, init=False)
-    _prev_now: int | None = field(default=None, init=False)
-    _changed_at: int | None = field(default=None, init=False)
-    _went_up: bool = field(default=False, init=False)
+    _change: RateChange | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         if self.settle_ms < 0 or self.backlog_max_ms < 0:
@@ -151,19 +153,15 @@ class Settling:
         return self.inner.name
 
     def decide(self, obs: Observation, rate: float) -> Decision:
-        if self._rate is None:
-            self._rate = rate  # the start rate: in force from the first sample on
-        elif not same_rate(self._rate, rate):
-            # The change was pushed right after the previous tick's decision.
-            self._changed_at = self._prev_now if self._prev_now is not None else obs.timer_ms
-            self._went_up = rate > self._rate
-            self._rate = rate
-            self._change_pressure = self._prev_pressure
-        self._prev_now = obs.timer_ms
+        change = obs.rate_change
+        if change is not None and change != self._change:
+            # A new change, pushed on the previous tick's decision: its pressure is the
+            # one an escalating breach is measured against.
+            self._change, self._change_pressure = change, self._prev_pressure
         self._prev_pressure = obs.pressure or 0.0
-        if self._changed_at is None:
+        if change is None:  # the start rate: in force from the first sample on
             return self.inner.decide(obs, rate)
-        since = obs.timer_ms - self._changed_at
+        since = change.since_ms(obs.timer_ms)
         # A sample in the window (now - W, now] started after now - W - max elapsed; wait
         # until that is after the change took effect (bounded by backlog_max_ms).
         backlog = min(float(self.backlog_max_ms), obs.stats.overall.max_ms or 0.0)
@@ -172,9 +170,9 @@ class Settling:
         wait = self.settle_ms + backlog + stretch
         if since < wait:
             early = ""
-            if obs.zone is Zone.BREACH and self._went_up:
+            if obs.zone is Zone.BREACH and change.rose:
                 early = "breach_after_increase"
-            elif obs.zone is Zone.NEAR and self._went_up and self.early_near:
+            elif obs.zone is Zone.NEAR and change.rose and self.early_near:
                 early = "near_after_increase"
             elif (
                 obs.zone is Zone.BREACH
@@ -189,7 +187,7 @@ class Settling:
         draining = obs.achieved_rps > (1.0 + self.drain_tolerance) * obs.commanded_rps
         if (
             draining
-            and not self._went_up
+            and not change.rose
             and obs.zone is Zone.BREACH
             and since < self.settle_ms + self.backlog_max_ms
         ):

@@ -21,6 +21,7 @@ from loadguard.policies.guards import (
     StaleHold,
     StepLimit,
 )
+from loadguard.rate import RateChange
 from loadguard.slo import SloSpec
 from loadguard.stats import LabelStats, WindowStats
 
@@ -34,6 +35,7 @@ def obs(
     pressure: float | None = None,
     max_ms: float = 200.0,
     mean_ms: float = 50.0,
+    change: RateChange | None = None,
 ) -> Observation:
     if pressure is None:
         pressure = {Zone.SAFE: 0.5, Zone.NEAR: 0.9, Zone.BREACH: 1.5, Zone.NO_DATA: None}[zone]
@@ -43,7 +45,9 @@ def obs(
     overall = LabelStats(count, rps, rps, 0.0, mean_ms, 40.0, p95, p95, p95, max_ms)
     newest = None if staleness_ms is None else now_ms - staleness_ms
     stats = WindowStats(now_ms, 10_000, overall, {}, 0, newest)
-    return Observation(now_ms, stats, zone, (), (), staleness_ms, commanded, pressure)
+    return Observation(
+        now_ms, stats, zone, (), (), staleness_ms, commanded, pressure, rate_change=change
+    )
 
 
 @dataclass
@@ -84,20 +88,37 @@ def test_hold_on_no_data_without_asking_the_policy() -> None:
     assert (d.action, d.reason, inner.calls) == (Action.HOLD, "no_data", 0)
 
 
+#: The rate in force as its owner records a change pushed at t = 10 s (rise / cut).
+ROSE = RateChange(10_000, rose=True, serial=1)
+FELL = RateChange(10_000, rose=False, serial=1)
+
+
 def test_no_decision_while_settling() -> None:
     guard = Settling(Wants(1.5), settle_ms=12_000)
-    guard.decide(obs(now_ms=10_000), 100.0)
-    d = guard.decide(obs(now_ms=11_000), 150.0)  # the rise pushed at t=10 s
+    d = guard.decide(obs(now_ms=11_000, change=ROSE), 150.0)
     assert (d.action, d.reason) == (Action.HOLD, "settling")
     # Settled at 10 s + 12 s + the window's max elapsed (200 ms).
-    assert guard.decide(obs(now_ms=22_100), 150.0).reason == "settling"
-    assert guard.decide(obs(now_ms=22_200), 150.0).reason == "inner"
+    assert guard.decide(obs(now_ms=22_100, change=ROSE), 150.0).reason == "settling"
+    assert guard.decide(obs(now_ms=22_200, change=ROSE), 150.0).reason == "inner"
+
+
+def test_start_rate_is_judged_at_once() -> None:
+    guard = Settling(Wants(1.5), settle_ms=12_000)
+    assert guard.decide(obs(now_ms=1_000, change=None), 100.0).reason == "inner"
+
+
+def test_settling_counts_from_the_recorded_change_not_from_the_rate_argument() -> None:
+    guard = Settling(Wants(1.5), settle_ms=12_000)
+    guard.decide(obs(now_ms=10_000), 100.0)
+    # A different rate argument with no change recorded (a failed push) is no change.
+    assert guard.decide(obs(now_ms=11_000), 150.0).reason == "inner"
+    later = RateChange(30_000, rose=True, serial=2)
+    assert guard.decide(obs(now_ms=31_000, change=later), 150.0).reason == "settling"
 
 
 def test_breach_after_increase_is_judged_while_settling() -> None:
     guard = Settling(Wants(0.5), settle_ms=12_000)
-    guard.decide(obs(now_ms=10_000), 100.0)
-    d = guard.decide(obs(Zone.BREACH, now_ms=12_000), 150.0)
+    d = guard.decide(obs(Zone.BREACH, now_ms=12_000, change=ROSE), 150.0)
     assert d.action is Action.DECREASE
     assert d.detail["settling"] == "breach_after_increase"
 
@@ -105,35 +126,32 @@ def test_breach_after_increase_is_judged_while_settling() -> None:
 def test_near_after_increase_is_judged_only_when_asked() -> None:
     for early, reason in ((True, "inner"), (False, "settling")):
         guard = Settling(Wants(0.8), settle_ms=12_000, early_near=early)
-        guard.decide(obs(now_ms=10_000), 100.0)
-        assert guard.decide(obs(Zone.NEAR, now_ms=12_000), 150.0).reason == reason
+        assert guard.decide(obs(Zone.NEAR, now_ms=12_000, change=ROSE), 150.0).reason == reason
 
 
 def test_early_judging_never_raises_the_rate() -> None:
     guard = Settling(Wants(2.0), settle_ms=12_000, early_near=True)
-    guard.decide(obs(now_ms=10_000), 100.0)
-    d = guard.decide(obs(Zone.NEAR, now_ms=12_000), 150.0)
+    d = guard.decide(obs(Zone.NEAR, now_ms=12_000, change=ROSE), 150.0)
     assert (d.action, d.reason) == (Action.HOLD, "settling")
 
 
 def test_breach_after_decrease_waits_for_the_old_samples_to_leave() -> None:
     guard = Settling(Wants(0.5), settle_ms=12_000)
-    guard.decide(obs(Zone.BREACH, now_ms=10_000, pressure=1.5), 100.0)
-    d = guard.decide(obs(Zone.BREACH, now_ms=13_000, pressure=1.6), 50.0)
+    d = guard.decide(obs(Zone.BREACH, now_ms=13_000, pressure=1.6, change=FELL), 50.0)
     assert d.reason == "settling"
 
 
 def test_escalating_breach_after_decrease_is_judged() -> None:
     guard = Settling(Wants(0.5), settle_ms=12_000, escalation=2.0)
-    guard.decide(obs(Zone.BREACH, now_ms=10_000, pressure=1.2), 100.0)
-    d = guard.decide(obs(Zone.BREACH, now_ms=13_000, pressure=3.0), 80.0)
+    guard.decide(obs(Zone.BREACH, now_ms=10_000, pressure=1.2), 100.0)  # the cut's trigger
+    d = guard.decide(obs(Zone.BREACH, now_ms=13_000, pressure=3.0, change=FELL), 80.0)
     assert d.detail["settling"] == "breach_escalating"
 
 
 def test_draining_backlog_holds_after_settling() -> None:
     guard = Settling(Wants(0.5), settle_ms=12_000, drain_tolerance=0.1)
-    guard.decide(obs(Zone.BREACH, now_ms=10_000), 100.0)
-    d = guard.decide(obs(Zone.BREACH, now_ms=23_000, commanded=50.0, achieved=70.0), 50.0)
+    late = obs(Zone.BREACH, now_ms=23_000, commanded=50.0, achieved=70.0, change=FELL)
+    d = guard.decide(late, 50.0)
     assert d.reason == "settling"
     assert d.detail["draining_rps"] == pytest.approx(20.0)
 

@@ -78,16 +78,18 @@ def test_settling_waits_longer_for_a_stretched_window() -> None:
     from loadguard.observation import Observation, Zone
     from loadguard.policies.fixed import FixedPolicy
     from loadguard.policies.guards import Settling
+    from loadguard.rate import RateChange
     from loadguard.stats import LabelStats, WindowStats
+
+    # The rate in force fell (2 -> 1 req/s) at the push after the first tick, at t = 0.
+    cut = RateChange(0, rose=False, serial=1)
 
     def at(now_ms: int, window_ms: int) -> Observation:
         overall = LabelStats(20, 1.0, 1.0, 0.0, 50.0, 40.0, 60.0, 60.0, 60.0, 60.0)
         stats = WindowStats(now_ms, window_ms, overall, {}, 0, now_ms)
-        return Observation(now_ms, stats, Zone.SAFE, (), (), 5, 1.0, 0.2)
+        return Observation(now_ms, stats, Zone.SAFE, (), (), 5, 1.0, 0.2, rate_change=cut)
 
     guard = Settling(FixedPolicy(), settle_ms=12_000, window_ms=10_000)
-    guard.decide(at(0, 10_000), 2.0)
-    guard.decide(at(1_000, 10_000), 1.0)  # the rate changed after the first tick
     # 13 s after the change: settled for a 10 s window, not for a 20 s one.
     assert guard.decide(at(13_000, 20_000), 1.0).reason == "settling"
     assert guard.decide(at(13_000, 10_000), 1.0).reason == "fixed"
