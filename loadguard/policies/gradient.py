@@ -57,7 +57,8 @@ from typing import ClassVar
 
 from loadguard.errors import PolicyError
 from loadguard.observation import Observation, Zone
-from loadguard.policies.base import Decision, decide, hold, same_rate
+from loadguard.policies.base import Decision, decide, hold
+from loadguard.rate import RateChange
 
 
 @dataclass
@@ -91,7 +92,7 @@ class GradientPolicy:
     _sum_e: float = field(default=0.0, init=False)
     _sum_w: float = field(default=0.0, init=False)
     _prev_ms: int | None = field(default=None, init=False)
-    _rate: float | None = field(default=None, init=False)
+    _change: RateChange | None = field(default=None, init=False)
     _ups: int = field(default=0, init=False)
     _hot: float | None = field(default=None, init=False)
     _hot_ms: int = field(default=0, init=False)
@@ -120,8 +121,8 @@ class GradientPolicy:
             raise PolicyError("gradient window_ms and ramp_min_samples must be >= 1")
 
     def decide(self, obs: Observation, rate: float) -> Decision:
-        if self._rate is None or not same_rate(self._rate, rate):
-            self._rate, self._sum_e, self._sum_w, self._prev_ms = rate, 0.0, 0.0, None
+        if obs.rate_change != self._change:  # a new rate in force: average afresh
+            self._change, self._sum_e, self._sum_w, self._prev_ms = obs.rate_change, 0.0, 0.0, None
         if obs.zone is Zone.NO_DATA or obs.pressure is None:
             return hold(obs, rate, "no_data", phase=self.phase)
         pressure = obs.pressure

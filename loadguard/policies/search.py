@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from loadguard.errors import PolicyError
 from loadguard.observation import Observation, Zone
 from loadguard.policies.base import Decision, decide, hold, same_rate
+from loadguard.rate import RateChange
 
 
 @dataclass
@@ -42,7 +43,7 @@ class SearchPolicy:
     hi: float | None = field(default=None, init=False)
     evidence_windows: int = field(default=0, init=False)
     evidence_p95_ms: float = field(default=0.0, init=False)
-    _rate: float | None = field(default=None, init=False)
+    _change: RateChange | None = field(default=None, init=False)
     _judged: int = field(default=0, init=False)
     _last_judged_ms: int | None = field(default=None, init=False)
     _worst_p95: float = field(default=0.0, init=False)
@@ -69,13 +70,14 @@ class SearchPolicy:
         return detail
 
     def _move(self, obs: Observation, rate: float, new: float, reason: str) -> Decision:
-        self._rate, self._judged, self._last_judged_ms, self._worst_p95 = new, 0, None, 0.0
+        self._judged, self._last_judged_ms, self._worst_p95 = 0, None, 0.0
         return decide(obs, rate, new, reason, **self._detail())
 
     def decide(self, obs: Observation, rate: float) -> Decision:
-        if self._rate is None or not same_rate(self._rate, rate):
-            # A new rate (ours, or set by a guard): start judging it afresh.
-            self._rate, self._judged, self._last_judged_ms, self._worst_p95 = rate, 0, None, 0.0
+        if obs.rate_change != self._change:
+            # A new rate in force (ours, or set by a guard): start judging it afresh.
+            self._change = obs.rate_change
+            self._judged, self._last_judged_ms, self._worst_p95 = 0, None, 0.0
         if obs.zone is Zone.NO_DATA:
             return hold(obs, rate, "no_data", **self._detail())
         if obs.zone is Zone.BREACH:

@@ -14,6 +14,7 @@ from loadguard.policies.fixed import FixedPolicy
 from loadguard.policies.gradient import GradientPolicy
 from loadguard.policies.search import SearchPolicy
 from loadguard.policies.threezone import ThreeZonePolicy
+from loadguard.rate import RateChange
 from loadguard.slo import SloSpec
 from loadguard.stats import LabelStats, WindowStats
 
@@ -26,13 +27,14 @@ def obs(
     now_ms: int = 100_000,
     rate: float = 100.0,
     count: int = 1000,
+    change: RateChange | None = None,
 ) -> Observation:
     if pressure is None:
         pressure = {Zone.SAFE: 0.5, Zone.NEAR: 0.9, Zone.BREACH: 1.2, Zone.NO_DATA: None}[zone]
     p95 = None if pressure is None else pressure * SLO_MS
     overall = LabelStats(count, rate, rate, 0.0, 50.0, 40.0, p95, p95, p95, p95)
     stats = WindowStats(now_ms, 10_000, overall, {}, 0, now_ms - 5)
-    return Observation(now_ms, stats, zone, (), (), 5, rate, pressure)
+    return Observation(now_ms, stats, zone, (), (), 5, rate, pressure, rate_change=change)
 
 
 @pytest.mark.parametrize(
@@ -125,6 +127,17 @@ def test_gradient_holds_until_the_mean_error_is_clear_of_noise() -> None:
     assert Action.INCREASE in actions
 
 
+def test_gradient_averages_afresh_when_the_rate_in_force_changes() -> None:
+    p = GradientPolicy(setpoint=0.7, noise_up=0.15)
+    p.phase = "track"
+    p.decide(obs(Zone.SAFE, 0.66, now_ms=100_000), 100.0)
+    held = p.decide(obs(Zone.SAFE, 0.66, now_ms=101_000), 100.0)
+    assert held.detail["windows"] == pytest.approx(1.1)  # one window + a tenth of one
+    moved = RateChange(101_000, rose=True, serial=1)  # a guard's rate, as its owner saw it
+    d = p.decide(obs(Zone.SAFE, 0.66, now_ms=102_000, change=moved), 110.0)
+    assert d.detail["windows"] == pytest.approx(1.0)
+
+
 def test_gradient_breach_cut_grows_with_severity() -> None:
     mild = GradientPolicy(k_breach=0.7)
     mild.phase = "track"
@@ -210,6 +223,13 @@ def test_search_needs_n_compliant_windows_before_moving() -> None:
     assert p.decide(obs(Zone.SAFE, now_ms=10_000), 10.0).reason == "observing"
     assert p.decide(obs(Zone.SAFE, now_ms=15_000), 10.0).reason == "observing"
     assert p.decide(obs(Zone.SAFE, now_ms=20_000), 10.0).new_rate == pytest.approx(20.0)
+
+
+def test_search_judges_a_new_rate_in_force_afresh() -> None:
+    p = SearchPolicy(windows=2)
+    p.decide(obs(Zone.SAFE, now_ms=10_000), 10.0)
+    moved = RateChange(10_000, rose=False, serial=1)  # set by a guard, not by search
+    assert p.decide(obs(Zone.SAFE, now_ms=20_000, change=moved), 8.0).reason == "observing"
 
 
 def test_search_backs_off_when_capacity_falls_while_holding() -> None:
