@@ -53,6 +53,9 @@ class EvalConfig:
     command: str = ""  # the command line, for the report
     target_kind: str = "emulator"  # or "teastore" (loadguard.evaluate.targets)
     teastore_layout: str = "single"  # loadguard teastore --layout
+    #: One target for every run and sweep point of the evaluation (TeaStore's quick smoke
+    #: test: a start takes a minute), instead of a fresh one each time.
+    share_target: bool = False
 
     @classmethod
     def quick_config(cls, out_dir: Path, **overrides: object) -> EvalConfig:
@@ -78,7 +81,8 @@ TEASTORE_P95_MS = 500.0
 
 def teastore_overrides(layout: str, quick: bool, given: dict[str, object]) -> dict[str, object]:
     """What ``--target teastore`` changes: the target, its SLO (p95 <= 500 ms) and, unless
-    given, the sweep's rates (quick: one point, 40 samples/s) and, for a full run, 90 s
+    given, the sweep's rates (quick: one point, 40 samples/s, and one TeaStore shared by
+    every run and the sweep) and, for a full run, 90 s
     sweep points measured after a 60 s warm-up (each point is a fresh, cold TeaStore)."""
     out: dict[str, object] = {
         "target_kind": "teastore",
@@ -88,6 +92,8 @@ def teastore_overrides(layout: str, quick: bool, given: dict[str, object]) -> di
     }
     if "sweep_rates" not in given:
         out["sweep_rates"] = (40.0,) if quick else TEASTORE_SWEEP
+    if quick and "share_target" not in given:
+        out["share_target"] = True  # a smoke test: one TeaStore start, not four
     if not quick and "sweep_seconds" not in given:
         # Every sweep point is a fresh TeaStore: leave its JIT's first minute out.
         out["sweep_seconds"] = 90.0

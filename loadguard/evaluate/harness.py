@@ -27,6 +27,7 @@ from loadguard.evaluate.config import EvalConfig
 from loadguard.evaluate.lambda_star import LambdaStar, SweepPoint, lambda_star_from_sweep
 from loadguard.evaluate.run_metrics import WindowPoint
 from loadguard.evaluate.runner import RunRecord, read_points, run_scheme, sweep_point
+from loadguard.evaluate.targets import Targets
 from loadguard.jmeter.home import JMeterHome, find_jmeter_home
 
 log = logging.getLogger(__name__)
@@ -80,17 +81,57 @@ def machine_lines(home: JMeterHome) -> list[str]:
     ]
 
 
-def _sweep(cfg: EvalConfig, home: JMeterHome) -> tuple[list[SweepPoint], float | None]:
+def _sweep(
+    cfg: EvalConfig, home: JMeterHome, targets: Targets
+) -> tuple[list[SweepPoint], float | None]:
     points: list[SweepPoint] = []
     analytic: float | None = None
     for j, rate in enumerate(cfg.sweep_rates):
-        point, analytic = sweep_point(cfg, rate, cfg.seed + 1000 + j, home)
+        point, analytic = sweep_point(cfg, rate, cfg.seed + 1000 + j, home, targets)
         log.info(
             "sweep %g req/s: achieved %.1f, p95 %.0f ms, errors %.2f%%",
             rate, point.achieved_rps, point.p95_ms, point.error_rate * 100,
         )  # fmt: skip
         points.append(point)
     return points, analytic
+
+
+def _write_sweep(cfg: EvalConfig, sweep: list[SweepPoint], analytic: float | None) -> LambdaStar:
+    """λ* from the sweep, written to sweep.json before the runs start."""
+    lam = lambda_star_from_sweep(sweep, cfg.target.p95_ms, cfg.error_rate)
+    log.info("lambda* measured %s req/s, analytic %s", lam.rps, analytic)
+    (cfg.out_dir / "sweep.json").write_text(
+        json.dumps(
+            {
+                "points": [dataclasses.asdict(p) for p in sweep],
+                "lambda_star": lam.rps,
+                "bounded": lam.bounded,
+                "analytic": analytic,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+    return lam
+
+
+def _runs(cfg: EvalConfig, home: JMeterHome, targets: Targets) -> list[RunRecord]:
+    """Every scheme's runs, the repetitions interleaved across schemes."""
+    records: list[RunRecord] = []
+    for rep in range(1, cfg.repetitions + 1):
+        for i, scheme in enumerate(cfg.schemes):
+            seed = run_seed(cfg, i, rep)
+            log.info("run %s #%d (seed %d)", scheme.name, rep, seed)
+            record = run_scheme(cfg, scheme, rep, seed, home, targets)
+            m = record.metrics
+            log.info(
+                "  %s #%d: p95 %.0f ms, violating %.0f%%, errors %.2f%%, ok %.1f/s, "
+                "held back %.0f%%",
+                scheme.name, rep, m.p95_ms or 0, (m.violation_share_p95 or 0) * 100,
+                (m.error_rate or 0) * 100, m.ok_rps, m.held_back_share * 100,
+            )  # fmt: skip
+            records.append(record)
+    return records
 
 
 #: What one evaluation writes into its folder (``--force`` removes exactly these).
@@ -129,35 +170,10 @@ def evaluate(cfg: EvalConfig, doc: Path | None = None, force: bool = False) -> E
     doc = doc or cfg.out_dir / "evaluation.md"
     started = _now()
     machine = machine_lines(home)
-    sweep, analytic = _sweep(cfg, home)
-    lam = lambda_star_from_sweep(sweep, cfg.target.p95_ms, cfg.error_rate)
-    log.info("lambda* measured %s req/s, analytic %s", lam.rps, analytic)
-    (cfg.out_dir / "sweep.json").write_text(
-        json.dumps(
-            {
-                "points": [dataclasses.asdict(p) for p in sweep],
-                "lambda_star": lam.rps,
-                "bounded": lam.bounded,
-                "analytic": analytic,
-            },
-            indent=2,
-        )
-        + "\n"
-    )
-    records: list[RunRecord] = []
-    for rep in range(1, cfg.repetitions + 1):
-        for i, scheme in enumerate(cfg.schemes):
-            seed = run_seed(cfg, i, rep)
-            log.info("run %s #%d (seed %d)", scheme.name, rep, seed)
-            record = run_scheme(cfg, scheme, rep, seed, home)
-            m = record.metrics
-            log.info(
-                "  %s #%d: p95 %.0f ms, violating %.0f%%, errors %.2f%%, ok %.1f/s, "
-                "held back %.0f%%",
-                scheme.name, rep, m.p95_ms or 0, (m.violation_share_p95 or 0) * 100,
-                (m.error_rate or 0) * 100, m.ok_rps, m.held_back_share * 100,
-            )  # fmt: skip
-            records.append(record)
+    with Targets(cfg) as targets:  # fresh per run, or one shared (cfg.share_target)
+        sweep, analytic = _sweep(cfg, home, targets)
+        lam = _write_sweep(cfg, sweep, analytic)
+        records = _runs(cfg, home, targets)
     rows = [run_row(r, lam.rps) for r in records]
     csv_path = doc.with_suffix("") / "runs.csv"
     write_runs_csv(csv_path, rows)

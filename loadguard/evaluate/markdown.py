@@ -262,8 +262,15 @@ def _teastore_setup(cfg: EvalConfig) -> str:
     n = 8  # samplers per browse iteration
     return (
         f"* **Target**: the real TeaStore, `loadguard teastore --layout {cfg.teastore_layout}`"
-        " (the cached build; docs/teastore.md), a **new instance per run and per sweep "
-        "point**: a freshly generated in-memory database, a cold JIT. Every plan is "
+        " (the cached build; docs/teastore.md), "
+        + (
+            "**one instance shared by every run and the sweep** (a quick smoke test: runs "
+            "after the first meet a warm JIT and the database the earlier runs used)"
+            if cfg.share_target
+            else "a **new instance per run and per sweep point**: a freshly generated "
+            "in-memory database, a cold JIT"
+        )
+        + ". Every plan is "
         "`examples/teastore/teastore-browse.jmx` (TeaStore's browse profile, 8 samplers; "
         "rates count samples, about 1.5 HTTP requests each).\n"
         f"* **SLO**: p95 ≤ {t.p95_ms:g} ms and error rate ≤ {cfg.error_rate * 100:g} %, "

@@ -40,10 +40,10 @@ from loadguard.evaluate.run_metrics import (
 )
 from loadguard.evaluate.schemes import Scheme
 from loadguard.evaluate.targets import (
+    Targets,
     baseline_plan_for,
     elastic_plan_for,
     elastic_props,
-    open_target,
     target_props,
 )
 from loadguard.jmeter.home import JMeterHome
@@ -152,8 +152,16 @@ def _run_fixed_plan(
     return jtl, code
 
 
-def run_scheme(cfg: EvalConfig, scheme: Scheme, rep: int, seed: int, home: JMeterHome) -> RunRecord:
-    """One run of ``scheme`` on a fresh target; the run's files land in its own folder."""
+def run_scheme(
+    cfg: EvalConfig,
+    scheme: Scheme,
+    rep: int,
+    seed: int,
+    home: JMeterHome,
+    targets: Targets | None = None,
+) -> RunRecord:
+    """One run of ``scheme`` on a fresh target (or ``targets``' shared one); the run's
+    files land in its own folder."""
     run_dir = cfg.out_dir / "runs" / f"{scheme.name}-{rep}"
     run_dir.mkdir(parents=True, exist_ok=True)
     spec = slo_spec(cfg)
@@ -165,7 +173,7 @@ def run_scheme(cfg: EvalConfig, scheme: Scheme, rep: int, seed: int, home: JMete
     actions: dict[str, int] = {}
     stop_reason = ""
     sidecar_cpu: float | None = None
-    with open_target(cfg, seed) as target:
+    with (targets or Targets(cfg)).open(seed) as target:
         lam_analytic = target.lambda_star_analytic
         props = target_props(cfg, target.port)
         if scheme.kind == "baseline":
@@ -257,12 +265,13 @@ def read_points(path: Path) -> list[WindowPoint]:
 
 
 def sweep_point(
-    cfg: EvalConfig, rate: float, seed: int, home: JMeterHome
+    cfg: EvalConfig, rate: float, seed: int, home: JMeterHome, targets: Targets | None = None
 ) -> tuple[SweepPoint, float | None]:
-    """Hold ``rate`` on a fresh target with the elastic plan's timer (no controller)."""
+    """Hold ``rate`` on a fresh target (or ``targets``' shared one) with the elastic plan's
+    timer (no controller)."""
     run_dir = cfg.out_dir / "sweep" / f"rate-{rate:g}"
     run_dir.mkdir(parents=True, exist_ok=True)
-    with open_target(cfg, seed) as target:
+    with (targets or Targets(cfg)).open(seed) as target:
         props = target_props(cfg, target.port)
         props |= elastic_props(cfg, cfg.sweep_seconds + 10)
         props["loadguard.tpm"] = f"{rate * 60:.6g}"

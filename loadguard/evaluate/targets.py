@@ -9,23 +9,30 @@ Every run and every sweep point opens a **fresh** target and closes it afterward
   an empty in-memory database generated at start, a cold JIT), TeaStore's browse plan
   (examples/teastore/teastore-browse.jmx, which carries the Elastic Timer) for LoadGuard
   and the sweep, and the baselines' thread groups around the same browse samplers
-  (``teastore_plans``). A fresh TeaStore takes minutes to start; no run shares one.
+  (``teastore_plans``). A fresh TeaStore takes a minute or more to start; in a full
+  evaluation no run shares one. ``EvalConfig.share_target`` (TeaStore's ``--quick``
+  smoke test) opens one target for the whole evaluation instead (``Targets``).
 """
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from loadguard.demo import elastic_plan
-from loadguard.errors import UsageError
+from loadguard.errors import EngineError, UsageError
 from loadguard.evaluate.config import TARGET_PATH, EvalConfig
 from loadguard.evaluate.schemes import Scheme
 from loadguard.evaluate.teastore_plans import browse_baseline
 from loadguard.target.process import spawn_target
 from loadguard.teastore.process import spawn_teastore
+from loadguard.teastore.runner import login_works, pages_work
+
+log = logging.getLogger(__name__)
 
 BROWSE_PLAN = Path(__file__).resolve().parents[2] / "examples" / "teastore" / "teastore-browse.jmx"
 TARGETS = ("emulator", "teastore")
@@ -46,6 +53,63 @@ def open_target(cfg: EvalConfig, seed: int) -> Iterator[OpenTarget]:
     else:
         with spawn_target(cfg.target.args(seed)) as target:
             yield OpenTarget(target.port, target.ready.lambda_star_rps)
+
+
+class Targets:
+    """The target of each run: a fresh one per ``open``, or, with ``cfg.share_target``,
+    the one opened first, kept until ``close``; every later ``open`` first waits until
+    it serves again after the previous run (``wait_recovered``)."""
+
+    def __init__(self, cfg: EvalConfig) -> None:
+        self.cfg = cfg
+        self._stack = ExitStack()
+        self._shared: OpenTarget | None = None
+
+    @contextmanager
+    def open(self, seed: int) -> Iterator[OpenTarget]:
+        if not self.cfg.share_target:
+            with open_target(self.cfg, seed) as target:
+                yield target
+            return
+        if self._shared is None:
+            self._shared = self._stack.enter_context(open_target(self.cfg, seed))
+        else:
+            wait_recovered(self.cfg, self._shared)
+        yield self._shared
+
+    def close(self) -> None:
+        self._shared = None
+        self._stack.close()
+
+    def __enter__(self) -> Targets:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+#: How long a shared target may take to drain the previous run's load.
+RECOVER_S = 180.0
+
+
+def wait_recovered(cfg: EvalConfig, target: OpenTarget, deadline_s: float = RECOVER_S) -> float:
+    """Wait until a shared TeaStore serves its pages and a login again after the previous
+    run (an 800 samples/s flood leaves thousands of requests queued); the seconds waited.
+
+    Raises ``EngineError`` when it has not recovered within ``deadline_s``."""
+    if cfg.target_kind != "teastore":
+        return 0.0
+    t0 = time.monotonic()
+    while not (pages_work(target.port, timeout_s=5.0) and login_works(target.port, 5.0)):
+        if time.monotonic() - t0 > deadline_s:
+            raise EngineError(
+                f"the shared TeaStore on port {target.port} did not recover within "
+                f"{deadline_s:g} s of the previous run"
+            )
+        time.sleep(2.0)
+    waited = time.monotonic() - t0
+    log.info("shared TeaStore serves again after %.0f s", waited)
+    return waited
 
 
 def _browse() -> Path:

@@ -1,9 +1,9 @@
 """``loadguard evaluate --quick --target teastore`` end to end, on the real TeaStore.
 
-A one-point sweep and FFA, TSTCTG and LoadGuard gradient for 20 s each, every one on a
-**fresh** ``loadguard teastore`` (the cached build; a new instance, a cold JIT) with the
-browse plan. Four TeaStore starts make it slow: about 8-12 minutes on the 2-core machine
-(most of it TeaStore starting), more on a busy one.
+A one-point sweep and FFA, TSTCTG and LoadGuard gradient for 20 s each with the browse
+plan, all on ONE ``loadguard teastore`` (the cached build), as ``--quick`` does: a smoke
+test of the harness on the real system, not an evaluation (the full one starts a fresh
+TeaStore per run). One TeaStore start instead of four keeps it to a few minutes.
 """
 
 from __future__ import annotations
@@ -86,4 +86,5 @@ def test_quick_teastore_sweep_and_report_name_the_real_teastore(quick_run: Path)
     doc = (quick_run / "evaluation.md").read_text()
     assert "experiment on the real TeaStore" in doc
     assert "loadguard teastore --layout single" in doc
+    assert "one instance shared by every run" in doc
     assert (quick_run / "runs" / "gradient-1" / "decisions.csv").is_file()

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from lxml import etree
 
 from loadguard.cli import cli
+from loadguard.evaluate import targets as targets_mod
 from loadguard.evaluate.config import EvalConfig, teastore_overrides
 from loadguard.evaluate.schemes import BY_NAME
 from loadguard.evaluate.targets import (
     BROWSE_PLAN,
+    OpenTarget,
+    Targets,
     baseline_plan_for,
     elastic_plan_for,
     elastic_props,
@@ -74,3 +80,46 @@ def test_suite_with_a_teastore_target_is_refused_in_one_line() -> None:
     result = CliRunner().invoke(cli, ["evaluate", "--suite", "--target", "teastore"])
     assert result.exit_code == 2 and "--suite" in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_quick_teastore_shares_one_instance_and_a_full_run_does_not(tmp_path: Path) -> None:
+    quick = EvalConfig.quick_config(tmp_path, **teastore_overrides("single", True, {}))
+    full = EvalConfig(out_dir=tmp_path, **teastore_overrides("single", False, {}))  # type: ignore[arg-type]
+    assert quick.share_target and not full.share_target
+
+
+def _counting_open(opened: list[int]) -> Callable[[EvalConfig, int], Iterator[OpenTarget]]:
+    @contextmanager
+    def fake(cfg: EvalConfig, seed: int) -> Iterator[OpenTarget]:
+        opened.append(seed)
+        yield OpenTarget(1000 + len(opened), None)
+        opened.append(-seed)  # closed
+
+    return fake
+
+
+def test_shared_target_opens_once_and_closes_with_the_evaluation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened: list[int] = []
+    monkeypatch.setattr(targets_mod, "open_target", _counting_open(opened))
+    cfg = EvalConfig(out_dir=tmp_path, share_target=True)
+    with Targets(cfg) as pool:
+        ports = []
+        for seed in (1, 2, 3):
+            with pool.open(seed) as t:
+                ports.append(t.port)
+        assert opened == [1]
+    assert ports == [1001] * 3 and opened == [1, -1]
+
+
+def test_unshared_targets_are_fresh_per_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened: list[int] = []
+    monkeypatch.setattr(targets_mod, "open_target", _counting_open(opened))
+    with Targets(EvalConfig(out_dir=tmp_path)) as pool:
+        for seed in (1, 2):
+            with pool.open(seed):
+                pass
+    assert opened == [1, -1, 2, -2]
