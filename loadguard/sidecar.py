@@ -12,6 +12,7 @@ SIGTERM, auto-stop, engine lost, duration) flushes the log and writes the summar
 from __future__ import annotations
 
 import contextlib
+import glob
 import logging
 import os
 import shutil
@@ -21,6 +22,8 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType
+
+import psutil
 
 from loadguard.actuator.elastic_timer import (
     ELASTIC_TIMER_LAG_MS,
@@ -400,6 +403,7 @@ def staged_plan(run: RunPlan, cfg: SidecarConfig) -> Iterator[Path]:
         return
     record.write_bytes(xml)
     beside = run.plan.absolute().with_name(f".{run.plan.stem}.loadguard-{os.getpid()}.jmx")
+    _remove_orphaned_copies(beside.parent, run.plan.stem)
     try:
         beside.write_bytes(xml)
     except OSError as exc:
@@ -416,6 +420,16 @@ def staged_plan(run: RunPlan, cfg: SidecarConfig) -> Iterator[Path]:
         yield beside
     finally:
         beside.unlink(missing_ok=True)
+
+
+def _remove_orphaned_copies(folder: Path, stem: str) -> None:
+    """Remove hidden copies ``.<stem>.loadguard-<pid>.jmx`` left beside the plan by a
+    run that was killed (SIGKILL skips the ``finally``): their process is gone."""
+    for old in folder.glob(f".{glob.escape(stem)}.loadguard-*.jmx"):
+        pid = old.name.removesuffix(".jmx").rpartition("-")[2]
+        if pid.isdigit() and int(pid) != os.getpid() and not psutil.pid_exists(int(pid)):
+            old.unlink(missing_ok=True)
+            log.info("removed %s, left by a run that was killed", old)
 
 
 def _refuse_bsh_override(run: RunPlan) -> None:

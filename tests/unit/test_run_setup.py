@@ -136,6 +136,25 @@ def test_an_injected_plan_runs_from_beside_the_users_plan(tmp_path: Path) -> Non
     assert sorted(p.name for p in plans.iterdir()) == ["shop.jmx"]  # nothing left behind
 
 
+def test_a_killed_runs_hidden_copy_is_removed_and_a_live_ones_kept(tmp_path: Path) -> None:
+    plans = tmp_path / "plans"
+    plans.mkdir()
+    plan = plans / "shop.jmx"
+    plan.write_bytes(SHOP.read_bytes())
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # a pid no process has now (reused only after the pid space wraps)
+    orphan = plans / f".shop.loadguard-{dead.pid}.jmx"
+    live = plans / f".shop.loadguard-{os.getppid()}.jmx"  # pytest's parent is alive
+    other = plans / f".other.loadguard-{dead.pid}.jmx"  # another plan's: not ours to judge
+    for p in (orphan, live, other):
+        p.write_bytes(b"<jmeterTestPlan/>")
+    out = tmp_path / "out"
+    out.mkdir()
+    with staged_plan(_run(plan, out), _cfg(out)):
+        pass
+    assert sorted(p.name for p in plans.iterdir()) == sorted(["shop.jmx", live.name, other.name])
+
+
 def test_a_plan_with_the_timer_runs_as_it_is(tmp_path: Path) -> None:
     with staged_plan(_run(ELASTIC, tmp_path), _cfg(tmp_path)) as running:
         assert running == ELASTIC
