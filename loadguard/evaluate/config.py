@@ -56,6 +56,16 @@ class EvalConfig:
     #: One target for every run and sweep point of the evaluation (TeaStore's quick smoke
     #: test: a start takes a minute), instead of a fresh one each time.
     share_target: bool = False
+    #: The emulator's whole ``loadguard target`` argument list but ``--seed`` (the plant
+    #: suite's plants, ``loadguard.evaluate.real_plants``); empty: ``target.args``.
+    target_args: tuple[str, ...] = ()
+    #: Drive the emulator with TeaStore's browse plan instead of the one-GET elastic plan
+    #: (the suite's shop plant); ``--target teastore`` always uses it.
+    browse_plan: bool = False
+
+    @property
+    def uses_browse_plan(self) -> bool:
+        return self.target_kind == "teastore" or self.browse_plan
 
     @classmethod
     def quick_config(cls, out_dir: Path, **overrides: object) -> EvalConfig:

@@ -77,6 +77,7 @@ class RunRecord:
     covered: bool  # the JTL reaches t0 + D (else the run was cut short)
     actions: Mapping[str, int] = field(default_factory=dict)
     stop_reason: str = ""
+    target_ready_ms: int = 0  # epoch ms the run's target reported ready
 
 
 def slo_spec(cfg: EvalConfig) -> SloSpec:
@@ -175,6 +176,7 @@ def run_scheme(
     sidecar_cpu: float | None = None
     with (targets or Targets(cfg)).open(seed) as target:
         lam_analytic = target.lambda_star_analytic
+        ready_ms = target.ready_ms
         props = target_props(cfg, target.port)
         if scheme.kind == "baseline":
             props["duration"] = str(int(d) + 10)
@@ -225,6 +227,7 @@ def run_scheme(
         covered=covered,
         actions=actions,
         stop_reason=stop_reason,
+        target_ready_ms=ready_ms,
     )
     write_points(run_dir / "windows.csv", points)
     if not covered:

@@ -42,6 +42,8 @@ TARGETS = ("emulator", "teastore")
 class OpenTarget:
     port: int
     lambda_star_analytic: float | None  # the emulator's M/M/c figure; None for TeaStore
+    #: Wall-clock epoch ms when it reported ready (the emulator's plant clock starts then).
+    ready_ms: int = 0
 
 
 @contextmanager
@@ -49,10 +51,11 @@ def open_target(cfg: EvalConfig, seed: int) -> Iterator[OpenTarget]:
     """A fresh target for one run or sweep point; stopped on the way out."""
     if cfg.target_kind == "teastore":
         with spawn_teastore(["--layout", cfg.teastore_layout]) as store:
-            yield OpenTarget(store.port, None)
+            yield OpenTarget(store.port, None, round(time.time() * 1000))
     else:
-        with spawn_target(cfg.target.args(seed)) as target:
-            yield OpenTarget(target.port, target.ready.lambda_star_rps)
+        args = [*cfg.target_args, "--seed", str(seed)] if cfg.target_args else cfg.target.args(seed)
+        with spawn_target(args) as target:
+            yield OpenTarget(target.port, target.ready.lambda_star_rps, round(time.time() * 1000))
 
 
 class Targets:
@@ -120,14 +123,14 @@ def _browse() -> Path:
 
 def target_props(cfg: EvalConfig, port: int) -> dict[str, str]:
     """Where every plan of this target sends its requests."""
-    if cfg.target_kind == "teastore":
+    if cfg.uses_browse_plan:
         return {"hostname": "127.0.0.1", "port": str(port)}
     return {"target.port": str(port), "target.path": TARGET_PATH}
 
 
 def elastic_props(cfg: EvalConfig, duration_s: float) -> dict[str, str]:
     """Threads and length of the elastic plan (LoadGuard's runs and the sweep)."""
-    if cfg.target_kind == "teastore":
+    if cfg.uses_browse_plan:
         threads = {"numUser": str(cfg.elastic_threads), "rampUp": "1"}
     else:
         threads = {"threads": str(cfg.elastic_threads)}
@@ -135,7 +138,7 @@ def elastic_props(cfg: EvalConfig, duration_s: float) -> dict[str, str]:
 
 
 def elastic_plan_for(cfg: EvalConfig) -> Path:
-    return _browse() if cfg.target_kind == "teastore" else elastic_plan()
+    return _browse() if cfg.uses_browse_plan else elastic_plan()
 
 
 def baseline_plan_for(cfg: EvalConfig, scheme: Scheme, run_dir: Path) -> Path:
