@@ -12,6 +12,7 @@ from types import FrameType
 import click
 
 from loadguard.cli.suite_cmd import run_suite_command
+from loadguard.cli.suite_real_cmd import run_real_suite_command
 from loadguard.durations import parse_duration_s
 from loadguard.errors import UsageError
 from loadguard.evaluate.config import EvalConfig, teastore_overrides
@@ -67,7 +68,16 @@ def _command_line() -> str:
     "the fixed-rate frontier; --doc default docs/controller.md; quick: default policy, "
     "1 seed).",
 )
-@click.option("--plants", multiple=True, help="--suite: plants by number or name (default 1-9).")
+@click.option(
+    "--real",
+    is_flag=True,
+    help="--suite on real JMeter instead of the simulator: each plant served by loadguard "
+    "target (10: loadguard teastore, both layouts), λ* by a short real sweep, 240 s runs of "
+    "the default policy unless --policies/--duration; --doc default docs/controller-jmeter.md.",
+)
+@click.option(
+    "--plants", multiple=True, help="--suite: plants by number or name (default 1-9; --real 1-10)."
+)
 @click.option("--policies", multiple=True, help="--suite: policies (default all; quick: default).")
 @click.option(
     "--baseline",
@@ -108,6 +118,7 @@ def evaluate_cmd(
     target_kind: str,
     teastore_layout: str,
     suite: bool,
+    real: bool,
     plants: tuple[str, ...],
     policies: tuple[str, ...],
     baseline: Path | None,
@@ -139,6 +150,7 @@ def evaluate_cmd(
       loadguard evaluate --schemes FFA,gradient --repetitions 1 --duration 60s
       loadguard evaluate --suite --quick --doc docs/controller.md
       loadguard evaluate --suite --plants cliff,6 --policies gradient,threezone
+      loadguard evaluate --suite --real --plants mm8,teastore --duration 240s
       loadguard evaluate --repetitions 2 --duration 180s --out runs/ --doc docs/evaluation.md \\
                          --render-only    # report again from runs/, nothing re-run
     """
@@ -147,6 +159,15 @@ def evaluate_cmd(
     )
     if suite and target_kind != "emulator":
         raise UsageError("--suite runs in the simulator: it takes no --target")
+    if real and not suite:
+        raise UsageError("--real runs the plant suite: give --suite too")
+    if suite and real:
+        signal.signal(signal.SIGTERM, _terminate)  # unwinds: stops every target and JMeter
+        run_real_suite_command(
+            plants=plants, policies=policies, duration=duration, doc=doc, out=out,
+            command=_command_line(),
+        )  # fmt: skip
+        return
     if suite:
         run_suite_command(
             quick=quick, plants=plants, policies=policies, seeds=repetitions,
