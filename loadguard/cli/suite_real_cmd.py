@@ -24,7 +24,7 @@ MIN_DURATION_S = 60.0
 
 
 def _commit() -> str:
-    """The checkout's commit, ``+dirty`` when loadguard/ has uncommitted changes."""
+    """The checkout's commit, ``+dirty`` when a tracked file in loadguard/ is changed."""
     root = Path(__file__).resolve().parents[2]
     try:
         head = subprocess.run(
@@ -32,7 +32,7 @@ def _commit() -> str:
             capture_output=True, text=True, check=True,
         ).stdout.strip()  # fmt: skip
         dirty = subprocess.run(
-            ["git", "-C", str(root), "status", "--porcelain", "--", "loadguard"],
+            ["git", "-C", str(root), "status", "--porcelain", "-uno", "--", "loadguard"],
             capture_output=True, text=True, check=True,
         ).stdout.strip()  # fmt: skip
     except (OSError, subprocess.CalledProcessError):
