@@ -112,7 +112,8 @@ def _command_line() -> str:
 @click.option(
     "--render-only",
     is_flag=True,
-    help="Run nothing: write the PNGs and the report again from the finished runs in --out.",
+    help="Run nothing: write the PNGs and the report again from the finished runs in --out "
+    "(--suite --real: from the suite.json beside --doc).",
 )
 def evaluate_cmd(
     target_kind: str,
@@ -165,7 +166,7 @@ def evaluate_cmd(
         signal.signal(signal.SIGTERM, _terminate)  # unwinds: stops every target and JMeter
         run_real_suite_command(
             plants=plants, policies=policies, duration=duration, doc=doc, out=out,
-            command=_command_line(),
+            command=_command_line(), render_only=render_only,
         )  # fmt: skip
         return
     if suite:

@@ -13,7 +13,7 @@ from loadguard.cli.suite_cmd import _policies
 from loadguard.durations import parse_duration_s
 from loadguard.errors import UsageError
 from loadguard.evaluate.real_plants import select_real
-from loadguard.evaluate.real_report import to_json, write
+from loadguard.evaluate.real_report import data_dir, load, to_json, write
 from loadguard.evaluate.real_suite import RealPlantResult, RealSuiteConfig, evaluate_real_plant
 from loadguard.evaluate.suite import DEFAULT_POLICY
 from loadguard.jmeter.home import find_jmeter_home
@@ -52,6 +52,7 @@ def run_real_suite_command(
     doc: Path | None,
     out: Path | None,
     command: str,
+    render_only: bool = False,
 ) -> None:
     d = parse_duration_s(duration, what="--duration") if duration else 240.0
     if d < MIN_DURATION_S:
@@ -64,7 +65,10 @@ def run_real_suite_command(
         policies=_policies(policies) if policies else (DEFAULT_POLICY,),
     )
     doc_path = doc or Path("docs/controller-jmeter.md")
-    json_path = doc_path.parent / doc_path.stem / "suite.json"
+    if render_only:
+        json_path = write(load(doc_path), doc_path)
+        click.echo(f"report: {doc_path} again from {json_path}", err=True)
+        return
     home = find_jmeter_home()
     meta = {"command": command, "commit": _commit(), "started": _now(), "finished": ""}
     results: list[RealPlantResult] = []
@@ -72,11 +76,11 @@ def run_real_suite_command(
         results.append(
             evaluate_real_plant(plant, cfg, home, progress=lambda m: click.echo(m, err=True))
         )
-        write(to_json(results, cfg, {**meta, "finished": _now()}), doc_path, json_path)
+        json_path = write(to_json(results, cfg, {**meta, "finished": _now()}), doc_path)
     met = sum(1 for r in results for run in r.runs if not run.misses)
     total = sum(len(r.runs) for r in results)
     click.echo(
-        f"goal met in {met} of {total} runs; report: {doc_path}; data: {json_path}; "
+        f"goal met in {met} of {total} runs; report: {doc_path}; data: {data_dir(doc_path)}; "
         f"runs: {out_dir}",
         err=True,
     )

@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from loadguard.errors import UsageError
+from loadguard.evaluate.real_charts import chart
 from loadguard.evaluate.real_suite import RealPlantResult, RealSuiteConfig
 
 BEGIN = "<!-- suite-jmeter:begin (written by loadguard evaluate --suite --real) -->"
@@ -109,7 +111,7 @@ def _sweep_line(plant: dict[str, Any]) -> list[str]:
     return out
 
 
-def markdown(data: dict[str, Any]) -> str:
+def markdown(data: dict[str, Any], charts: dict[str, str] | None = None) -> str:
     out = [
         BEGIN,
         "",
@@ -135,6 +137,8 @@ def markdown(data: dict[str, Any]) -> str:
                 f"| {_secs(run['time_to_90_s'])} | {rec} | {run['collapses']} "
                 f"| {', '.join(run['misses']) or 'none'} | {lo:.2f}–{hi:.2f} |"
             )
+    for key, rel in (charts or {}).items():
+        out += ["", f"![{key}]({rel})"]
     out += ["", "Sweeps (offered → achieved, p95 and errors over the measured span):", ""]
     for p in data["plants"]:
         out += _sweep_line(p)
@@ -158,7 +162,33 @@ def splice(doc: Path, block: str) -> None:
     tmp.replace(doc)
 
 
-def write(data: dict[str, Any], doc: Path, json_path: Path) -> None:
-    json_path.parent.mkdir(parents=True, exist_ok=True)
+def data_dir(doc: Path) -> Path:
+    """Where the JSON and the charts of ``doc`` live: a folder of the same name beside it."""
+    return doc.parent / doc.stem
+
+
+def write(data: dict[str, Any], doc: Path) -> Path:
+    """The JSON, a chart per plant whose run folders exist, and the block in ``doc``."""
+    out = data_dir(doc)
+    out.mkdir(parents=True, exist_ok=True)
+    json_path = out / "suite.json"
     json_path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    splice(doc, markdown(data))
+    charts: dict[str, str] = {}
+    for plant in data["plants"]:
+        if plant["not_run"]:
+            continue
+        png = chart(plant, data["duration_s"], out / f"{plant['key']}.png")
+        if png is not None:
+            charts[plant["key"]] = f"{out.name}/{png.name}"
+    splice(doc, markdown(data, charts))
+    return json_path
+
+
+def load(doc: Path) -> dict[str, Any]:
+    """The figures an earlier ``write`` left beside ``doc``."""
+    path = data_dir(doc) / "suite.json"
+    try:
+        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{path}: no figures of an earlier real suite run ({exc})") from exc
+    return data

@@ -1,0 +1,77 @@
+"""The real-JMeter suite's report: the block spliced into its document, a chart drawn from
+a run folder's JTL and decision log, and the figures read back for --render-only."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from loadguard.evaluate.real_report import BEGIN, END, load, write
+from tests.unit.test_real_suite import T0, _decisions
+from tests.unit.test_report_render import write_jtl
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _run_folder(path: Path) -> Path:
+    path.mkdir(parents=True)
+    write_jtl(path / "results.jtl", [(T0 + 50 * k, 40, "home", True) for k in range(1200)])
+    _decisions(path / "decisions.csv", [(T0 + 2000 * k, 5, 5 + 10 * k, True) for k in range(30)])
+    return path
+
+
+def _data(run_dir: Path) -> dict[str, object]:
+    run = {
+        "policy": "gradient", "misses": ["efficiency"], "offset_s": 4.9, "covered": True,
+        "stop_reason": "duration", "load": [3.6, 4.9], "run_dir": str(run_dir),
+        "peak_rate": 295.0, "violations": 0.0, "windows": 3, "errors": 0.0,
+        "steady_efficiency": None, "frontier_gap": None, "time_to_90_s": 53.2,
+        "recovery_s": [], "collapses": 0, "ok_rps": 20.0,
+    }  # fmt: skip
+    sweep = {
+        "nominal": 144.4, "measured": 147.7, "bounded": True, "load": [1.7, 3.6],
+        "points": [{"fraction": 0.8, "offered": 115.5, "achieved": 115.5, "p95_ms": 147.0,
+                    "errors": 0.0, "samples": 3465}],
+    }  # fmt: skip
+    plants = [
+        {
+            "number": 1, "key": "mm8", "title": "M/M/8 50 ms", "p95_ms": 250.0,
+            "kind": "emulator", "target_args": [], "threads": 200, "not_run": None,
+            "steps": [[0.0, 147.7]], "sweeps": [sweep], "runs": [run],
+        },
+        {
+            "number": 9, "key": "large", "title": "large", "p95_ms": 250.0,
+            "kind": "emulator", "target_args": [], "threads": 120,
+            "not_run": "two outages", "steps": [], "sweeps": [], "runs": [],
+        },
+    ]  # fmt: skip
+    return {
+        "command": "loadguard evaluate --suite --real --plants mm8,large",
+        "commit": "abc1234", "started": "2026-12-01 10:50", "finished": "2026-12-01 10:54",
+        "duration_s": 60.0, "policies": ["gradient"], "plants": plants,
+    }  # fmt: skip
+
+
+def test_write_splices_the_block_draws_the_chart_and_reads_back(tmp_path: Path) -> None:
+    doc = tmp_path / "controller-jmeter.md"
+    doc.write_text(f"# Intro kept\n\n{BEGIN}\nold figures\n{END}\n\n## Reading kept\n")
+    data = _data(_run_folder(tmp_path / "runs" / "gradient-1"))
+    json_path = write(data, doc)
+
+    text = doc.read_text()
+    assert text.startswith("# Intro kept") and text.rstrip().endswith("## Reading kept")
+    assert "old figures" not in text and text.count(BEGIN) == 1
+    assert "on commit `abc1234`" in text
+    assert "| 1 mm8 | 147.7 | gradient | 0.0 % | 0.0 % | – | 53 s | – | 0 | efficiency" in text
+    assert "| 9 large | – | not run: two outages |" in text
+    assert "115.5 → 115.5/s p95 147 ms" in text and "mm8 4.9 s" in text
+    assert "![mm8](controller-jmeter/mm8.png)" in text
+    png = tmp_path / "controller-jmeter" / "mm8.png"
+    assert png.read_bytes()[:8] == PNG_MAGIC and png.stat().st_size > 5_000
+    assert json.loads(json_path.read_text()) == data == load(doc)
+
+
+def test_no_chart_once_the_run_folders_are_gone(tmp_path: Path) -> None:
+    doc = tmp_path / "doc.md"
+    write(_data(tmp_path / "gone"), doc)
+    assert "![mm8]" not in doc.read_text() and not (tmp_path / "doc" / "mm8.png").exists()
