@@ -62,6 +62,13 @@ def _command_line() -> str:
     help="--target teastore: one Tomcat, or one per service.",
 )
 @click.option(
+    "--teastore-reset",
+    is_flag=True,
+    help="--target teastore: one TeaStore for the whole evaluation, reset (database, images, "
+    "recommender regenerated; the JVMs stay warm) before every run and sweep point after the "
+    "first, instead of a fresh one each time (~1 min less per run).",
+)
+@click.option(
     "--suite",
     is_flag=True,
     help="The controller's plant suite in the simulator instead (every plant x policy vs "
@@ -118,6 +125,7 @@ def _command_line() -> str:
 def evaluate_cmd(
     target_kind: str,
     teastore_layout: str,
+    teastore_reset: bool,
     suite: bool,
     real: bool,
     plants: tuple[str, ...],
@@ -197,7 +205,9 @@ def evaluate_cmd(
     if sweep_seconds is not None:
         overrides["sweep_seconds"] = parse_duration_s(sweep_seconds, what="--sweep-seconds")
     if target_kind == "teastore":
-        overrides |= teastore_overrides(teastore_layout, quick, overrides)
+        overrides |= teastore_overrides(teastore_layout, quick, overrides, reset=teastore_reset)
+    elif teastore_reset:
+        raise UsageError("--teastore-reset: only with --target teastore")
     cfg = (
         EvalConfig.quick_config(out_dir, **overrides)
         if quick

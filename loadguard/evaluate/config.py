@@ -89,11 +89,14 @@ TEASTORE_SWEEP: tuple[float, ...] = (20.0, 40.0, 60.0, 80.0, 100.0, 120.0)
 TEASTORE_P95_MS = 500.0
 
 
-def teastore_overrides(layout: str, quick: bool, given: dict[str, object]) -> dict[str, object]:
+def teastore_overrides(
+    layout: str, quick: bool, given: dict[str, object], reset: bool = False
+) -> dict[str, object]:
     """What ``--target teastore`` changes: the target, its SLO (p95 <= 500 ms) and, unless
-    given, the sweep's rates (quick: one point, 40 samples/s, and one TeaStore shared by
-    every run and the sweep) and, for a full run, 90 s
-    sweep points measured after a 60 s warm-up (each point is a fresh, cold TeaStore)."""
+    given, the sweep's rates (quick: one point, 40 samples/s) and, for a full run, 90 s
+    sweep points measured after a 60 s warm-up (each point is a fresh, cold TeaStore).
+    ``quick`` or ``reset``: one TeaStore shared by the sweep and every run, reset before
+    each but the first (``targets.Targets``)."""
     out: dict[str, object] = {
         "target_kind": "teastore",
         "teastore_layout": layout,
@@ -102,10 +105,13 @@ def teastore_overrides(layout: str, quick: bool, given: dict[str, object]) -> di
     }
     if "sweep_rates" not in given:
         out["sweep_rates"] = (40.0,) if quick else TEASTORE_SWEEP
-    if quick and "share_target" not in given:
-        out["share_target"] = True  # a smoke test: one TeaStore start, not four
+    if (quick or reset) and "share_target" not in given:
+        # One TeaStore, reset before every later run: a smoke test starts once, not four
+        # times; --teastore-reset trades the cold start of every run for time.
+        out["share_target"] = True
     if not quick and "sweep_seconds" not in given:
-        # Every sweep point is a fresh TeaStore: leave its JIT's first minute out.
+        # A fresh TeaStore per sweep point (or, reset, the first one is): leave its JIT's
+        # first minute out.
         out["sweep_seconds"] = 90.0
         out["sweep_warmup_s"] = 60.0
     return out

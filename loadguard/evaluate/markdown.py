@@ -264,8 +264,11 @@ def _teastore_setup(cfg: EvalConfig) -> str:
         f"* **Target**: the real TeaStore, `loadguard teastore --layout {cfg.teastore_layout}`"
         " (the cached build; docs/teastore.md), "
         + (
-            "**one instance shared by every run and the sweep** (a quick smoke test: runs "
-            "after the first meet a warm JIT and the database the earlier runs used)"
+            "**one instance shared by every run and the sweep**: before every run and "
+            "sweep point after the first, the harness waits until it serves again and "
+            "resets it with TeaStore's own regeneration of its database, images and "
+            "recommender (`loadguard.teastore.reset`); the JVMs stay, so every run after "
+            "the first meets a warm JIT"
             if cfg.share_target
             else "a **new instance per run and per sweep point**: a freshly generated "
             "in-memory database, a cold JIT"

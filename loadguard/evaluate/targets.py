@@ -11,7 +11,8 @@ Every run and every sweep point opens a **fresh** target and closes it afterward
   and the sweep, and the baselines' thread groups around the same browse samplers
   (``teastore_plans``). A fresh TeaStore takes a minute or more to start; in a full
   evaluation no run shares one. ``EvalConfig.share_target`` (TeaStore's ``--quick``
-  smoke test) opens one target for the whole evaluation instead (``Targets``).
+  smoke test, and ``--teastore-reset``) opens one target for the whole evaluation
+  instead and resets it before every later run (``Targets``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from loadguard.evaluate.schemes import Scheme
 from loadguard.evaluate.teastore_plans import browse_baseline
 from loadguard.target.process import spawn_target
 from loadguard.teastore.process import spawn_teastore
+from loadguard.teastore.reset import reset_teastore
 from loadguard.teastore.runner import login_works, pages_work
 
 log = logging.getLogger(__name__)
@@ -61,7 +63,8 @@ def open_target(cfg: EvalConfig, seed: int) -> Iterator[OpenTarget]:
 class Targets:
     """The target of each run: a fresh one per ``open``, or, with ``cfg.share_target``,
     the one opened first, kept until ``close``; every later ``open`` first waits until
-    it serves again after the previous run (``wait_recovered``)."""
+    it serves again after the previous run (``wait_recovered``) and resets it
+    (``reset_shared``)."""
 
     def __init__(self, cfg: EvalConfig) -> None:
         self.cfg = cfg
@@ -78,6 +81,7 @@ class Targets:
             self._shared = self._stack.enter_context(open_target(self.cfg, seed))
         else:
             wait_recovered(self.cfg, self._shared)
+            reset_shared(self.cfg, self._shared)
         yield self._shared
 
     def close(self) -> None:
@@ -113,6 +117,17 @@ def wait_recovered(cfg: EvalConfig, target: OpenTarget, deadline_s: float = RECO
     waited = time.monotonic() - t0
     log.info("shared TeaStore serves again after %.0f s", waited)
     return waited
+
+
+def reset_shared(cfg: EvalConfig, target: OpenTarget) -> float:
+    """Reset a shared TeaStore before the next run: TeaStore's own regeneration of its
+    database, images and recommender (``loadguard.teastore.reset``); the seconds it took.
+    The JVMs stay, so the next run meets a warm JIT and fresh data."""
+    if cfg.target_kind != "teastore":
+        return 0.0
+    took = reset_teastore(target.port)
+    log.info("shared TeaStore reset in %.0f s", took)
+    return took
 
 
 def _browse() -> Path:
