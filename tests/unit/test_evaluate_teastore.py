@@ -24,6 +24,7 @@ from loadguard.evaluate.targets import (
     target_props,
 )
 from loadguard.evaluate.teastore_plans import browse_baseline
+from loadguard.teastore.reset import reset_url
 
 SAMPLERS = 8
 
@@ -123,3 +124,22 @@ def test_unshared_targets_are_fresh_per_open(
             with pool.open(seed):
                 pass
     assert opened == [1, -1, 2, -2]
+
+
+def test_teastore_reset_shares_one_instance_in_a_full_run(tmp_path: Path) -> None:
+    over = teastore_overrides("single", False, {}, reset=True)
+    cfg = EvalConfig(out_dir=tmp_path, **over)  # type: ignore[arg-type]
+    assert cfg.share_target
+    assert (cfg.sweep_seconds, cfg.sweep_warmup_s) == (90.0, 60.0)  # the first point is cold
+
+
+def test_teastore_reset_without_the_teastore_target_is_refused_in_one_line() -> None:
+    result = CliRunner().invoke(cli, ["evaluate", "--teastore-reset", "--quick"])
+    assert result.exit_code == 2 and "--teastore-reset" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_reset_asks_teastores_own_database_page_for_the_start_counts() -> None:
+    url = reset_url(8080)
+    assert url.startswith("http://127.0.0.1:8080/tools.descartes.teastore.webui/dataBaseAction?")
+    assert "categories=5&products=100&users=100&orders=5&confirm=" in url
