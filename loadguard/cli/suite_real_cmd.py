@@ -13,7 +13,7 @@ from loadguard.cli.suite_cmd import _policies
 from loadguard.durations import parse_duration_s
 from loadguard.errors import UsageError
 from loadguard.evaluate.real_plants import select_real
-from loadguard.evaluate.real_report import data_dir, load, to_json, write
+from loadguard.evaluate.real_report import data_dir, load, merge, to_json, write
 from loadguard.evaluate.real_suite import RealPlantResult, RealSuiteConfig, evaluate_real_plant
 from loadguard.evaluate.suite import DEFAULT_POLICY
 from loadguard.jmeter.home import find_jmeter_home
@@ -69,6 +69,7 @@ def run_real_suite_command(
         json_path = write(load(doc_path), doc_path)
         click.echo(f"report: {doc_path} again from {json_path}", err=True)
         return
+    earlier = load(doc_path) if (data_dir(doc_path) / "suite.json").exists() else None
     home = find_jmeter_home()
     meta = {"command": command, "commit": _commit(), "started": _now(), "finished": ""}
     results: list[RealPlantResult] = []
@@ -76,7 +77,8 @@ def run_real_suite_command(
         results.append(
             evaluate_real_plant(plant, cfg, home, progress=lambda m: click.echo(m, err=True))
         )
-        json_path = write(to_json(results, cfg, {**meta, "finished": _now()}), doc_path)
+        data = to_json(results, cfg, {**meta, "finished": _now()})
+        write(merge(earlier, data), doc_path)
     met = sum(1 for r in results for run in r.runs if not run.misses)
     total = sum(len(r.runs) for r in results)
     click.echo(

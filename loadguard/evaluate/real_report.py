@@ -1,6 +1,10 @@
 """The real-JMeter plant suite's report: a JSON of every figure and a Markdown block spliced
 between two marker lines of a document (docs/controller-jmeter.md), rewritten after every
-plant so a run cut short keeps what it finished."""
+plant so a run cut short keeps what it finished.
+
+Every plant carries the command, commit and times of the invocation that ran it; a later
+invocation replaces the plants it runs and keeps the others (``merge``), so the suite
+can be measured a few plants at a time."""
 
 from __future__ import annotations
 
@@ -25,6 +29,8 @@ def to_json(
         p = r.plant
         plants.append(
             {
+                **_meta(meta),
+                "duration_s": cfg.duration_s,
                 "number": p.number,
                 "key": p.key,
                 "title": p.title,
@@ -75,6 +81,24 @@ def to_json(
     return {**meta, "duration_s": cfg.duration_s, "policies": list(cfg.policies), "plants": plants}
 
 
+def _meta(meta: dict[str, Any]) -> dict[str, Any]:
+    return {k: meta[k] for k in ("command", "commit", "started", "finished")}
+
+
+def merge(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
+    """``new``'s plants, and ``old``'s plants ``new`` did not run, by plant number."""
+    if old is None:
+        return new
+    fresh = {p["key"] for p in new["plants"]}
+    kept = [
+        {**_meta(old), "duration_s": old["duration_s"], **p}
+        for p in old["plants"]
+        if p["key"] not in fresh
+    ]
+    plants = sorted([*kept, *new["plants"]], key=lambda p: (p["number"], p["key"]))
+    return {**new, "plants": plants}
+
+
 def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f} %"
 
@@ -112,11 +136,17 @@ def _sweep_line(plant: dict[str, Any]) -> list[str]:
 
 
 def markdown(data: dict[str, Any], charts: dict[str, str] | None = None) -> str:
-    out = [
-        BEGIN,
-        "",
-        f"Command: `{data['command']}` on commit `{data['commit']}` "
-        f"({data['started']} – {data['finished']} UTC, {data['duration_s']:g} s runs).",
+    out = [BEGIN, ""]
+    invocations: dict[tuple[str, str, str, str, float], list[str]] = {}
+    for p in data["plants"]:
+        at = (p["command"], p["commit"], p["started"], p["finished"], p["duration_s"])
+        invocations.setdefault(at, []).append(p["key"])
+    for (command, commit, started, finished, d), keys in invocations.items():
+        out.append(
+            f"- `{command}` on commit `{commit}` ({started} – {finished} UTC, {d:g} s runs): "
+            + ", ".join(keys)
+        )
+    out += [
         "",
         "| plant | λ* measured | policy | violations | errors | steady eff. | t→90 % "
         "| recovery | collapses | goal misses | load avg (start–end) |",
@@ -137,8 +167,8 @@ def markdown(data: dict[str, Any], charts: dict[str, str] | None = None) -> str:
                 f"| {_secs(run['time_to_90_s'])} | {rec} | {run['collapses']} "
                 f"| {', '.join(run['misses']) or 'none'} | {lo:.2f}–{hi:.2f} |"
             )
-    for key, rel in (charts or {}).items():
-        out += ["", f"![{key}]({rel})"]
+    for plant_key, rel in (charts or {}).items():
+        out += ["", f"![{plant_key}]({rel})"]
     out += ["", "Sweeps (offered → achieved, p95 and errors over the measured span):", ""]
     for p in data["plants"]:
         out += _sweep_line(p)
@@ -177,7 +207,7 @@ def write(data: dict[str, Any], doc: Path) -> Path:
     for plant in data["plants"]:
         if plant["not_run"]:
             continue
-        png = chart(plant, data["duration_s"], out / f"{plant['key']}.png")
+        png = chart(plant, plant["duration_s"], out / f"{plant['key']}.png")
         if png is not None:
             charts[plant["key"]] = f"{out.name}/{png.name}"
     splice(doc, markdown(data, charts))
@@ -191,4 +221,7 @@ def load(doc: Path) -> dict[str, Any]:
         data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise UsageError(f"{path}: no figures of an earlier real suite run ({exc})") from exc
+    # an older suite.json names its invocation only once, at the top
+    top = {**_meta(data), "duration_s": data["duration_s"]}
+    data["plants"] = [{**top, **p} for p in data["plants"]]
     return data

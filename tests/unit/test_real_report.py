@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from loadguard.evaluate.real_report import BEGIN, END, load, write
+from loadguard.evaluate.real_report import BEGIN, END, load, merge, write
 from tests.unit.test_real_suite import T0, _decisions
 from tests.unit.test_report_render import write_jtl
 
@@ -33,23 +33,26 @@ def _data(run_dir: Path) -> dict[str, object]:
         "points": [{"fraction": 0.8, "offered": 115.5, "achieved": 115.5, "p95_ms": 147.0,
                     "errors": 0.0, "samples": 3465}],
     }  # fmt: skip
+    meta = {
+        "command": "loadguard evaluate --suite --real --plants mm8,large",
+        "commit": "abc1234", "started": "2026-12-01 10:50", "finished": "2026-12-01 10:54",
+        "duration_s": 60.0,
+    }  # fmt: skip
     plants = [
         {
+            **meta,
             "number": 1, "key": "mm8", "title": "M/M/8 50 ms", "p95_ms": 250.0,
             "kind": "emulator", "target_args": [], "threads": 200, "not_run": None,
             "steps": [[0.0, 147.7]], "sweeps": [sweep], "runs": [run],
         },
         {
+            **meta,
             "number": 9, "key": "large", "title": "large", "p95_ms": 250.0,
             "kind": "emulator", "target_args": [], "threads": 120,
             "not_run": "two outages", "steps": [], "sweeps": [], "runs": [],
         },
     ]  # fmt: skip
-    return {
-        "command": "loadguard evaluate --suite --real --plants mm8,large",
-        "commit": "abc1234", "started": "2026-12-01 10:50", "finished": "2026-12-01 10:54",
-        "duration_s": 60.0, "policies": ["gradient"], "plants": plants,
-    }  # fmt: skip
+    return {**meta, "policies": ["gradient"], "plants": plants}
 
 
 def test_write_splices_the_block_draws_the_chart_and_reads_back(tmp_path: Path) -> None:
@@ -61,7 +64,10 @@ def test_write_splices_the_block_draws_the_chart_and_reads_back(tmp_path: Path) 
     text = doc.read_text()
     assert text.startswith("# Intro kept") and text.rstrip().endswith("## Reading kept")
     assert "old figures" not in text and text.count(BEGIN) == 1
-    assert "on commit `abc1234`" in text
+    assert (
+        "on commit `abc1234` (2026-12-01 10:50 – 2026-12-01 10:54 UTC, 60 s runs): mm8, large"
+        in text
+    )
     assert "| 1 mm8 | 147.7 | gradient | 0.0 % | 0.0 % | – | 53 s | – | 0 | efficiency" in text
     assert "| 9 large | – | not run: two outages |" in text
     assert "115.5 → 115.5/s p95 147 ms" in text and "mm8 4.9 s" in text
@@ -69,9 +75,34 @@ def test_write_splices_the_block_draws_the_chart_and_reads_back(tmp_path: Path) 
     png = tmp_path / "controller-jmeter" / "mm8.png"
     assert png.read_bytes()[:8] == PNG_MAGIC and png.stat().st_size > 5_000
     assert json.loads(json_path.read_text()) == data == load(doc)
+    older = {**data, "plants": [{"key": p["key"]} for p in data["plants"]]}  # type: ignore[attr-defined]
+    json_path.write_text(json.dumps(older))
+    assert [p["commit"] for p in load(doc)["plants"]] == ["abc1234", "abc1234"]
 
 
 def test_no_chart_once_the_run_folders_are_gone(tmp_path: Path) -> None:
     doc = tmp_path / "doc.md"
     write(_data(tmp_path / "gone"), doc)
     assert "![mm8]" not in doc.read_text() and not (tmp_path / "doc" / "mm8.png").exists()
+
+
+def test_a_later_invocation_replaces_its_plants_and_keeps_the_others(tmp_path: Path) -> None:
+    old = _data(tmp_path / "gone")
+    for plant in old["plants"]:  # type: ignore[attr-defined]
+        for k in ("command", "commit", "started", "finished", "duration_s"):
+            del plant[k]  # an older suite.json: the invocation only at the top
+    new = _data(tmp_path / "gone")
+    new.update(command="loadguard evaluate --suite --real --plants mm8", commit="def5678")
+    new["plants"] = [  # type: ignore[index]
+        {**new["plants"][0], "command": new["command"], "commit": "def5678"}  # type: ignore[index]
+    ]
+    merged = merge(old, new)
+    assert [(p["key"], p["commit"]) for p in merged["plants"]] == [
+        ("mm8", "def5678"),
+        ("large", "abc1234"),
+    ]
+    assert merged["plants"][1]["duration_s"] == 60.0 and merge(None, new) is new
+    doc = tmp_path / "doc.md"
+    write(merged, doc)
+    text = doc.read_text()
+    assert "--plants mm8` on commit `def5678`" in text and "60 s runs): large" in text
