@@ -123,7 +123,7 @@ def _sweep_line(plant: dict[str, Any]) -> list[str]:
         if sweep is None:
             continue
         pts = "; ".join(
-            f"{pt['offered']:g} → {pt['achieved']:.1f}/s p95 {pt['p95_ms']:.0f} ms "
+            f"{pt['offered']:.1f} → {pt['achieved']:.1f}/s p95 {pt['p95_ms']:.0f} ms "
             f"err {100 * pt['errors']:.1f} % (n={pt['samples']})"
             for pt in sweep["points"]
         )
