@@ -49,6 +49,7 @@ from loadguard.policies.guards import (
     StaleHold,
     StepLimit,
 )
+from loadguard.policies.knee import KneePolicy
 from loadguard.policies.search import SearchPolicy
 from loadguard.policies.threezone import ThreeZonePolicy
 from loadguard.slo import SloSpec
@@ -59,6 +60,7 @@ POLICIES: dict[str, Callable[..., Policy]] = {
     "threezone": ThreeZonePolicy,
     "aimd": AimdPolicy,
     "gradient": GradientPolicy,
+    "knee": KneePolicy,
     "search": SearchPolicy,
     "fixed": FixedPolicy,
 }
@@ -140,7 +142,7 @@ def build_policy(name: str, spec: SloSpec, **params: Any) -> Policy:
         for f in dataclasses.fields(factory)  # type: ignore[arg-type]
         if f.init and f.name != "name"
     }
-    if name in ("search", "gradient"):
+    if name in ("search", "gradient", "knee"):
         own.setdefault("window_ms", spec.window_ms)
     for key in own:
         if key not in fields:

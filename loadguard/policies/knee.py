@@ -1,0 +1,257 @@
+r"""Knee tracking: hold the rate where the window pressure has risen a fixed ratio above idle.
+
+The pressure P of a window (``Observation.pressure``, 1.0 on the SLO) is flat far below
+the knee of the p95 curve, at the *idle pressure* :math:`P_0`, and rises steeply near
+λ*. Where it stands at 0.92 λ* differs from plant to plant (0.73 on M/M/8 with a 250 ms
+SLO, 0.47 on the shop, 0.39 on the warm-up plant), but its rise over idle does not: the
+long-run mean of :math:`P/P_0` at 0.92 λ* is 1.19-1.30 on the M/M/8, shop, heavy-tail
+and warm-up plants of the suite (docs/controller.md); γ = 1.3 met the whole goal on 4 of
+27 suite runs (plants 1-9, seeds 1-3), γ = 1.2 on none. So the setpoint is
+
+.. math::
+
+    s = \min(s_{max}, \max(s_{min}, γ P_0)) \qquad (γ = ``knee_ratio``)
+
+(``default_setpoint`` while :math:`P_0` is unknown), with :math:`x = \ln r` and
+:math:`e = \ln(s/P)`.
+
+*Idle pressure*. P is non-decreasing in the rate, so the mean of :math:`\ln P` over any
+rate's windows bounds :math:`\ln P_0` from above: :math:`\ln P_0` is the smallest such
+mean over the rates held with at least ``idle_samples`` samples (count-weighted means of
+SAFE windows in the ramp, the same while tracking). It only ever falls, so a service that
+warms up (Netflix Gradient2's long-run baseline) lowers the setpoint with it.
+
+*Ramp*. While the windows are flat -- SAFE, :math:`P < s`, or too few samples
+(``ramp_min_samples``) to see a knee -- :math:`x \leftarrow x + \ln ρ` on every judged
+window. A BREACH or NEAR over enough samples ends it with a geometric bisection toward the
+last flat rate, :math:`x \leftarrow \max(\ln β_{max} + x, (x_{safe} + x)/2)`, no higher
+than the breach cut below; :math:`P \ge s` over enough samples ends it without a cut.
+
+*Track*. Errors are averaged over the (overlapping) windows at one rate with weights
+:math:`w_j = Δt_j / W`, :math:`\bar e = \sum w_j e_j / \sum w_j`; nothing moves until
+:math:`|\bar e| \sqrt{\sum w_j} \ge σ` (``noise_up``, or the smaller ``noise_down``). Then
+
+.. math::
+
+    Δx = k\,\bar e\ (1 + m\,n_{up}), \quad\text{clipped to } [\ln β_{max}, u],\quad
+    u = \ln ρ_{max}\ \text{if } \bar e \ge \ln γ\ \text{(flat: idle)}\ \text{else}
+    \ln(1 + δ_{near}),
+
+with :math:`n_{up}` the consecutive rises (momentum re-ramps after a drop). Every rise
+also stops at the *ceiling* :math:`c (1 - δ_{near})`, c the lowest rate that breached
+since the evidence last changed; a rate held below it with :math:`\bar e \sqrt{\sum w}
+\ge 2 σ_{up}` (strong evidence of headroom: the plant changed) lifts c by
+:math:`1 + δ_{near}`. So a rate that breached, a cliff, is not probed again on unchanged
+evidence, and there is no creep on a timer.
+
+*Breach*. Cut at once by the severity, :math:`Δx = -k_b \ln P` clipped to
+:math:`[\ln β_{max}, \ln β_{min}]`; and when the window delivered less than it was
+offered, :math:`X < (1 - ε) r` (TCP BBR: past capacity the delivery rate *is* the
+capacity), to at most :math:`g X` (``delivery_share``). The rate then becomes the ceiling.
+A stall (a sample that took ``stall_windows`` windows: the target hung, not the rate) is
+cut the same way but sets no ceiling.
+
+Each update ends in the clamp :math:`r_{new} \in [β_{max} r, ρ_{max} r]` (the ramp:
+:math:`ρ`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from loadguard.errors import PolicyError
+from loadguard.observation import Observation, Zone
+from loadguard.policies.base import Decision, decide, hold, same_rate
+
+
+@dataclass
+class KneePolicy:
+    #: Settling passes a NEAR window after an increase (it can only understate the new
+    #: rate's pressure), so a ramp overshoot is caught before it breaches.
+    judges_near_early: ClassVar[bool] = True
+
+    knee_ratio: float = 1.3
+    default_setpoint: float = 0.7
+    min_setpoint: float = 0.3
+    max_setpoint: float = 0.85
+    idle_samples: int = 1000
+    idle_windows: float = 5.0
+    ramp_factor: float = 2.0
+    ramp_min_samples: int = 200
+    gain: float = 0.5
+    momentum: float = 0.5
+    near_step: float = 0.05
+    min_step: float = 0.03
+    max_up: float = 1.25
+    max_down: float = 0.5
+    k_breach: float = 0.7
+    breach_min_cut: float = 0.9
+    delivery_share: float = 0.9
+    shortfall: float = 0.1
+    stall_windows: float = 2.0
+    noise_up: float = 0.15
+    noise_down: float = 0.08
+    window_ms: int = 10_000
+    name: str = "knee"
+    phase: str = field(default="ramp", init=False)
+    ceiling: float | None = field(default=None, init=False)
+    _log_idle: float | None = field(default=None, init=False)
+    _last_safe: float | None = field(default=None, init=False)
+    _rate: float | None = field(default=None, init=False)
+    _sum_e: float = field(default=0.0, init=False)
+    _sum_w: float = field(default=0.0, init=False)
+    _sum_lp: float = field(default=0.0, init=False)
+    _n: int = field(default=0, init=False)
+    _sum_lw: float = field(default=0.0, init=False)
+    _prev_ms: int | None = field(default=None, init=False)
+    _ups: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        if self.knee_ratio <= 1:
+            raise PolicyError(f"knee knee_ratio must be > 1, got {self.knee_ratio}")
+        if not 0 < self.min_setpoint <= self.default_setpoint <= self.max_setpoint < 1:
+            raise PolicyError("knee needs 0 < min_setpoint <= default_setpoint <= max_setpoint < 1")
+        if self.ramp_factor <= 1 or self.max_up < 1 or self.near_step < 0:
+            raise PolicyError("knee ramp_factor must be > 1, max_up >= 1, near_step >= 0")
+        if not 0 < self.max_down < 1 or not 0 < self.breach_min_cut <= 1:
+            raise PolicyError("knee max_down and breach_min_cut must be in (0, 1)")
+        if not 0 < self.delivery_share <= 1 or not 0 <= self.shortfall < 1:
+            raise PolicyError("knee delivery_share must be in (0, 1], shortfall in [0, 1)")
+        if min(self.gain, self.k_breach) <= 0 or min(self.noise_up, self.noise_down) < 0:
+            raise PolicyError("knee gain and k_breach must be > 0, noise >= 0")
+        if self.window_ms < 1 or self.ramp_min_samples < 1 or self.idle_samples < 1:
+            raise PolicyError("knee window_ms, ramp_min_samples, idle_samples must be >= 1")
+
+    @property
+    def idle_pressure(self) -> float | None:
+        return None if self._log_idle is None else math.exp(self._log_idle)
+
+    def setpoint(self) -> float:
+        """s = γ P0 clipped to [min_setpoint, max_setpoint] (the default before P0)."""
+        idle = self.idle_pressure
+        if idle is None:
+            return self.default_setpoint
+        return min(self.max_setpoint, max(self.min_setpoint, self.knee_ratio * idle))
+
+    def decide(self, obs: Observation, rate: float) -> Decision:
+        if self._rate is None or not same_rate(self._rate, rate):
+            self._rate, self._sum_e, self._sum_w, self._prev_ms = rate, 0.0, 0.0, None
+            self._sum_lw = 0.0
+        if obs.zone is Zone.NO_DATA or obs.pressure is None:
+            return hold(obs, rate, "no_data", phase=self.phase)
+        pressure = max(obs.pressure, 1e-6)
+        count = obs.stats.overall.count
+        s = self.setpoint()
+        if obs.zone is Zone.SAFE and self.phase == "ramp" and pressure < s:
+            self._learn_idle(count, pressure)
+            s = self.setpoint()
+        enough = count >= self.ramp_min_samples
+        reason = obs.zone.lower()
+        if obs.zone is Zone.BREACH:
+            return self._breach(obs, rate, pressure, reason)
+        if self.phase == "ramp":
+            if obs.zone is Zone.NEAR and enough:
+                self.phase = "track"
+                new = self._bisect(rate, rate * self.breach_min_cut)
+                return self._out(obs, rate, new, reason, pressure=pressure, setpoint=s)
+            if pressure < s or not enough:
+                self._last_safe = rate
+                new = rate * self.ramp_factor
+                return self._out(obs, rate, new, reason, pressure=pressure, setpoint=s)
+            self.phase = "track"
+        return self._track(obs, rate, pressure, s, reason)
+
+    def _learn_idle(self, count: int, pressure: float) -> None:
+        """Ramp: the count-weighted mean of ln P over its flat windows is ln P0."""
+        if count < self.ramp_min_samples:
+            return
+        self._sum_lp += count * math.log(pressure)
+        self._n += count
+        if self._n >= self.idle_samples:
+            self._log_idle = self._sum_lp / self._n
+
+    def _bisect(self, rate: float, cut: float) -> float:
+        safe = math.sqrt(self._last_safe * rate) if self._last_safe else rate
+        return min(cut, max(safe, rate * self.max_down))
+
+    def _breach(self, obs: Observation, rate: float, pressure: float, reason: str) -> Decision:
+        self._ups = 0
+        delivered = obs.achieved_rps
+        if self.phase == "track" and delivered > (1.0 + self.shortfall) * rate:
+            # More completions than arrivals: an older backlog drains, and this rate
+            # is being served faster than it arrives (attribution: not its verdict).
+            return hold(obs, rate, "draining", phase=self.phase, delivered_rps=delivered)
+        step = max(
+            math.log(self.max_down),
+            min(math.log(self.breach_min_cut), -self.k_breach * math.log(pressure)),
+        )
+        new = rate * math.exp(step)
+        if self.phase == "ramp":
+            self.phase = "track"
+            new = self._bisect(rate, new)
+        if delivered < (1.0 - self.shortfall) * rate:
+            new = min(new, self.delivery_share * delivered)  # past capacity: X is capacity
+        stalled = (obs.stats.overall.max_ms or 0.0) >= self.stall_windows * self.window_ms
+        if not stalled:
+            self.ceiling = rate if self.ceiling is None else min(self.ceiling, rate)
+        return self._out(
+            obs, rate, new, reason, pressure=pressure, step=step,
+            delivered_rps=delivered, stalled="true" if stalled else "false",
+        )  # fmt: skip
+
+    def _track(
+        self, obs: Observation, rate: float, pressure: float, s: float, reason: str
+    ) -> Decision:
+        error = math.log(s / pressure)
+        weight = 1.0 if self._prev_ms is None else (obs.timer_ms - self._prev_ms) / self.window_ms
+        self._prev_ms = obs.timer_ms
+        self._sum_e += min(weight, 1.0) * error
+        self._sum_w += min(weight, 1.0)
+        self._sum_lw += min(weight, 1.0) * math.log(pressure)
+        if self._sum_w >= self.idle_windows and self._log_idle is not None:
+            # P rises with the rate, so a rate's mean ln P bounds ln P0 (warm-up).
+            self._log_idle = min(self._log_idle, self._sum_lw / self._sum_w)
+            s = self.setpoint()
+            error = math.log(s / pressure)
+        mean = self._sum_e / self._sum_w
+        confidence = abs(mean) * math.sqrt(self._sum_w)
+        detail: dict[str, float | str] = {
+            "phase": self.phase, "pressure": pressure, "setpoint": s,
+            "mean_error": mean, "windows": self._sum_w,
+        }  # fmt: skip
+        if confidence < (self.noise_up if mean > 0 else self.noise_down):
+            return hold(obs, rate, reason, **detail)
+        if mean <= 0:
+            self._ups = 0
+            step = self.gain * mean
+            return self._out(obs, rate, rate * math.exp(step), reason, step=step, **detail)
+        flat = mean >= math.log(self.knee_ratio)
+        up = math.log(self.max_up) if flat else math.log1p(self.near_step)
+        step = self.gain * mean * (1.0 + self.momentum * self._ups)
+        step = min(up, max(math.log1p(self.min_step), step))
+        new = rate * math.exp(step)
+        if self.ceiling is not None:
+            cap = self.ceiling * (1.0 - self.near_step)
+            if new > cap and confidence >= 2.0 * self.noise_up and rate >= cap * (1 - 1e-9):
+                self.ceiling *= 1.0 + self.near_step  # strong evidence of headroom
+                cap = self.ceiling * (1.0 - self.near_step)
+            new = max(rate, min(new, cap))
+        if same_rate(rate, new):
+            return hold(obs, rate, "ceiling", ceiling=self.ceiling or 0.0, **detail)
+        self._ups += 1
+        return self._out(obs, rate, new, reason, step=step, **detail)
+
+    def _out(
+        self, obs: Observation, rate: float, new: float, reason: str, **detail: float | str
+    ) -> Decision:
+        """The decision, clamped to [max_down, max(max_up, ramp_factor)] x rate."""
+        top = self.ramp_factor if self.phase == "ramp" else self.max_up
+        new = min(rate * top, max(rate * self.max_down, new))
+        if self.ceiling is not None:
+            detail.setdefault("ceiling", self.ceiling)
+        if self._log_idle is not None:
+            detail.setdefault("idle_pressure", math.exp(self._log_idle))
+        detail.setdefault("phase", self.phase)
+        return decide(obs, rate, new, reason, **detail)
