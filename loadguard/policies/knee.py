@@ -15,11 +15,11 @@ and warm-up plants of the suite (docs/controller.md); γ = 1.3 met the whole goa
 (``default_setpoint`` while :math:`P_0` is unknown), with :math:`x = \ln r` and
 :math:`e = \ln(s/P)`.
 
-*Idle pressure*. P is non-decreasing in the rate, so the mean of :math:`\ln P` over any
-rate's windows bounds :math:`\ln P_0` from above: :math:`\ln P_0` is the smallest such
-mean over the rates held with at least ``idle_samples`` samples (count-weighted means of
-SAFE windows in the ramp, the same while tracking). It only ever falls, so a service that
-warms up (Netflix Gradient2's long-run baseline) lowers the setpoint with it.
+*Idle pressure*. :math:`\ln P_0` is the count-weighted mean of :math:`\ln P` over the
+ramp's flat windows with at least ``ramp_min_samples`` samples (once ``idle_samples`` are
+in). P does not fall as the rate rises, so the mean of :math:`\ln P` over a rate held for
+``idle_windows`` windows also bounds it: :math:`\ln P_0` takes the smaller, so a service
+that warms up (Netflix Gradient2's long-run baseline) lowers the setpoint with it.
 
 *Ramp*. While the windows are flat -- SAFE, :math:`P < s`, or too few samples
 (``ramp_min_samples``) to see a knee -- :math:`x \leftarrow x + \ln ρ` on every judged
@@ -34,22 +34,31 @@ than the breach cut below; :math:`P \ge s` over enough samples ends it without a
 .. math::
 
     Δx = k\,\bar e\ (1 + m\,n_{up}), \quad\text{clipped to } [\ln β_{max}, u],\quad
-    u = \ln ρ_{max}\ \text{if } \bar e \ge \ln γ\ \text{(flat: idle)}\ \text{else}
+    u = \ln ρ_{max}\ \text{if } \bar e \ge φ \ln γ\ \text{(flat)}\ \text{else}
     \ln(1 + δ_{near}),
 
-with :math:`n_{up}` the consecutive rises (momentum re-ramps after a drop). Every rise
+rises no smaller than :math:`\ln(1 + δ_{min})` (``min_step``: below the knee P moves
+little with the rate), :math:`n_{up}` the consecutive rises (momentum re-ramps after a
+drop), φ = ``flat_share``. Every rise
 also stops at the *ceiling* :math:`c (1 - δ_{near})`, c the lowest rate that breached
 since the evidence last changed; a rate held below it with :math:`\bar e \sqrt{\sum w}
 \ge 2 σ_{up}` (strong evidence of headroom: the plant changed) lifts c by
 :math:`1 + δ_{near}`. So a rate that breached, a cliff, is not probed again on unchanged
 evidence, and there is no creep on a timer.
 
-*Breach*. Cut at once by the severity, :math:`Δx = -k_b \ln P` clipped to
-:math:`[\ln β_{max}, \ln β_{min}]`; and when the window delivered less than it was
-offered, :math:`X < (1 - ε) r` (TCP BBR: past capacity the delivery rate *is* the
-capacity), to at most :math:`g X` (``delivery_share``). The rate then becomes the ceiling.
-A stall (a sample that took ``stall_windows`` windows: the target hung, not the rate) is
-cut the same way but sets no ceiling.
+*Breach*. A breach that answers a rise (the ramp, or after :math:`n_{up} > 0`) is cut at
+once by the severity, :math:`Δx = -k_b \ln P` clipped to :math:`[\ln β_{max}, \ln
+β_{min}]`, and its rate becomes the ceiling (unless a stall: a sample that took
+``stall_windows`` windows means the target hung, not the rate). Any other breach is
+judged by flow conservation, the window's delivered rate X against the rate r in force:
+
+* :math:`X > (1 + ε) r`: more completions than arrivals, an older backlog drains (the
+  breach is not this rate's verdict: judge a rate by what was sent under it): HOLD;
+* :math:`X \ge (1 - ε) r`: served as fast as offered, no queue grows at r: the window
+  is one more sample for the tracking mean above;
+* :math:`X < (1 - ε) r`: a queue grows, r is past capacity, and past capacity the
+  delivery rate *is* the capacity (TCP BBR): the severity cut, and at most :math:`g X`
+  (``delivery_share``). The cuts that follow a breach do not lower the ceiling.
 
 Each update ends in the clamp :math:`r_{new} \in [β_{max} r, ρ_{max} r]` (the ramp:
 :math:`ρ`).
@@ -83,6 +92,7 @@ class KneePolicy:
     gain: float = 0.5
     momentum: float = 0.5
     near_step: float = 0.05
+    flat_share: float = 1.0
     min_step: float = 0.03
     max_up: float = 1.25
     max_down: float = 0.5
@@ -177,12 +187,17 @@ class KneePolicy:
         return min(cut, max(safe, rate * self.max_down))
 
     def _breach(self, obs: Observation, rate: float, pressure: float, reason: str) -> Decision:
+        raised = self.phase == "ramp" or self._ups > 0  # a verdict on the last rise
         self._ups = 0
         delivered = obs.achieved_rps
-        if self.phase == "track" and delivered > (1.0 + self.shortfall) * rate:
+        if not raised and delivered > (1.0 + self.shortfall) * rate:
             # More completions than arrivals: an older backlog drains, and this rate
             # is being served faster than it arrives (attribution: not its verdict).
             return hold(obs, rate, "draining", phase=self.phase, delivered_rps=delivered)
+        if not raised and delivered >= (1.0 - self.shortfall) * rate:
+            # Served as fast as offered (no queue growing at this rate): one window's
+            # breach is evidence for the tracking mean, not a verdict on its own.
+            return self._track(obs, rate, pressure, self.setpoint(), reason)
         step = max(
             math.log(self.max_down),
             min(math.log(self.breach_min_cut), -self.k_breach * math.log(pressure)),
@@ -191,10 +206,13 @@ class KneePolicy:
         if self.phase == "ramp":
             self.phase = "track"
             new = self._bisect(rate, new)
-        if delivered < (1.0 - self.shortfall) * rate:
-            new = min(new, self.delivery_share * delivered)  # past capacity: X is capacity
+        if not raised and delivered < (1.0 - self.shortfall) * rate:
+            # Past capacity the delivery rate is the capacity (a window at this rate
+            # only: right after a rise it still holds the previous rate's samples).
+            new = min(new, self.delivery_share * delivered)
         stalled = (obs.stats.overall.max_ms or 0.0) >= self.stall_windows * self.window_ms
-        if not stalled:
+        if (raised or self.ceiling is None) and not stalled:
+            # The rate that broke the SLO; the cuts that follow do not lower it.
             self.ceiling = rate if self.ceiling is None else min(self.ceiling, rate)
         return self._out(
             obs, rate, new, reason, pressure=pressure, step=step,
@@ -227,7 +245,7 @@ class KneePolicy:
             self._ups = 0
             step = self.gain * mean
             return self._out(obs, rate, rate * math.exp(step), reason, step=step, **detail)
-        flat = mean >= math.log(self.knee_ratio)
+        flat = mean >= self.flat_share * math.log(self.knee_ratio)
         up = math.log(self.max_up) if flat else math.log1p(self.near_step)
         step = self.gain * mean * (1.0 + self.momentum * self._ups)
         step = min(up, max(math.log1p(self.min_step), step))
