@@ -5,27 +5,32 @@ the knee of the p95 curve, at the *idle pressure* :math:`P_0`, and rises steeply
 λ*. Where it stands at 0.92 λ* differs from plant to plant (0.73 on M/M/8 with a 250 ms
 SLO, 0.47 on the shop, 0.39 on the warm-up plant), but its rise over idle does not: the
 long-run mean of :math:`P/P_0` at 0.92 λ* is 1.19-1.30 on the M/M/8, shop, heavy-tail
-and warm-up plants of the suite (docs/controller.md); γ = 1.3 met the whole goal on 4 of
-27 suite runs (plants 1-9, seeds 1-3), γ = 1.2 on none. So the setpoint is
+and warm-up plants of the suite (docs/controller.md). So the setpoint is
 
 .. math::
 
-    s = \min(s_{max}, \max(s_{min}, γ P_0)) \qquad (γ = ``knee_ratio``)
+    s = \min(s_{max}, \max(s_{min}, γ P_0)) \qquad (γ = ``knee_ratio`` = 1.3)
 
 (``default_setpoint`` while :math:`P_0` is unknown), with :math:`x = \ln r` and
-:math:`e = \ln(s/P)`.
+:math:`e = \ln(s/P)`. :math:`s_{max}` = 0.75 keeps plants whose idle p95 is already
+60 % of the SLO (the M/M/8) at ~0.92 λ* (γ and :math:`s_{max}` were chosen on the suite,
+plants 1-9, seeds 1-3; γ = 1.25, and s_max = 0.72 or 0.85, did worse there).
 
-*Idle pressure*. :math:`\ln P_0` is the count-weighted mean of :math:`\ln P` over the
-ramp's flat windows with at least ``ramp_min_samples`` samples (once ``idle_samples`` are
-in). P does not fall as the rate rises, so the mean of :math:`\ln P` over a rate held for
-``idle_windows`` windows also bounds it: :math:`\ln P_0` takes the smaller, so a service
-that warms up (Netflix Gradient2's long-run baseline) lowers the setpoint with it.
+*Idle pressure*. A window is *flat* when :math:`P < \min(s, ρ_r P_0)` (``ramp_ratio``).
+:math:`\ln P_0` is the count-weighted mean of :math:`\ln P` over the ramp's flat windows
+with at least ``ramp_min_samples`` samples, once ``idle_samples`` are in (after the ramp,
+if it had too few). Then two updates keep it current (Netflix Gradient2's long-run
+baseline): a flat window at a rate at most ``idle_rate_share`` of the last rate that ran
+hot moves it by an EWMA step :math:`a = α \min(1, n / n_{idle})` (``idle_ema``); and as
+P does not fall when the rate rises, the mean :math:`\ln P` of a rate held for
+``idle_windows`` windows bounds it from above, :math:`\ln P_0 \leftarrow \min(\ln P_0,
+\overline{\ln P})` (a service warming up).
 
-*Ramp*. While the windows are flat -- SAFE, :math:`P < s`, or too few samples
-(``ramp_min_samples``) to see a knee -- :math:`x \leftarrow x + \ln ρ` on every judged
-window. A BREACH or NEAR over enough samples ends it with a geometric bisection toward the
-last flat rate, :math:`x \leftarrow \max(\ln β_{max} + x, (x_{safe} + x)/2)`, no higher
-than the breach cut below; :math:`P \ge s` over enough samples ends it without a cut.
+*Ramp*. While the windows are flat, or too few samples to see a knee,
+:math:`x \leftarrow x + \ln ρ` on every judged window: the first rise over idle ends it.
+A NEAR over enough samples ends it with a geometric bisection toward the last flat rate,
+:math:`x \leftarrow \max(\ln β_{max} + x, (x_{safe} + x)/2)`, at least a
+``breach_min_cut`` cut; a BREACH the same way, no higher than the breach cut below.
 
 *Track*. Errors are averaged over the (overlapping) windows at one rate with weights
 :math:`w_j = Δt_j / W`, :math:`\bar e = \sum w_j e_j / \sum w_j`; nothing moves until
@@ -33,27 +38,28 @@ than the breach cut below; :math:`P \ge s` over enough samples ends it without a
 
 .. math::
 
-    Δx = k\,\bar e\ (1 + m\,n_{up}), \quad\text{clipped to } [\ln β_{max}, u],\quad
-    u = \ln ρ_{max}\ \text{if } \bar e \ge φ \ln γ\ \text{(flat)}\ \text{else}
-    \ln(1 + δ_{near}),
+    Δx = k\,\bar e\,b, \quad b = 1 + m\,n_{up}, \quad
+    Δx \in [\ln β_{max},\ u], \quad
+    u = \begin{cases} \ln ρ_{max} & \bar e \ge \ln γ \ \text{(at or below idle)} \\
+        \min(\ln ρ_{max},\ b \ln(1 + δ_{near})) & \text{else} \end{cases}
 
-rises no smaller than :math:`\ln(1 + δ_{min})` (``min_step``: below the knee P moves
-little with the rate), :math:`n_{up}` the consecutive rises (momentum re-ramps after a
-drop), φ = ``flat_share``. Every rise
-also stops at the *ceiling* :math:`c (1 - δ_{near})`, c the lowest rate that breached
-since the evidence last changed; a rate held below it with :math:`\bar e \sqrt{\sum w}
-\ge 2 σ_{up}` (strong evidence of headroom: the plant changed) lifts c by
-:math:`1 + δ_{near}`. So a rate that breached, a cliff, is not probed again on unchanged
-evidence, and there is no creep on a timer.
+with rises no smaller than :math:`\ln(1 + δ_{min})` (``min_step``: below the knee P moves
+little with the rate) and :math:`n_{up}` the consecutive rises (momentum: a climb after
+a cut speeds up until a window runs hot). Every rise also stops at the *ceiling*
+:math:`c (1 - δ_{near})`, c the lowest rate whose breach answered a rise; a rate held
+below it with :math:`\bar e \sqrt{\sum w} \ge 2 σ_{up}` (strong evidence of headroom:
+the plant changed) lifts c by :math:`1 + δ_{near}`. So a rate that breached, a cliff,
+is not probed again on unchanged evidence, and there is no creep on a timer.
 
-*Breach*. A breach that answers a rise (the ramp, or after :math:`n_{up} > 0`) is cut at
-once by the severity, :math:`Δx = -k_b \ln P` clipped to :math:`[\ln β_{max}, \ln
-β_{min}]`, and its rate becomes the ceiling (unless a stall: a sample that took
-``stall_windows`` windows means the target hung, not the rate). Any other breach is
-judged by flow conservation, the window's delivered rate X against the rate r in force:
+*Breach*. A breach that answers a rise (the ramp, or within ``rise_judged_windows``
+windows of one) is cut at once by the severity, :math:`Δx = -k_b \ln P` clipped to
+:math:`[\ln β_{max}, \ln β_{min}]`, and its rate becomes the ceiling (unless a stall: a
+sample that took ``stall_windows`` windows means the target hung, not the rate). Any
+other breach is judged by flow conservation, the window's delivered rate X against the
+rate r in force:
 
-* :math:`X > (1 + ε) r`: more completions than arrivals, an older backlog drains (the
-  breach is not this rate's verdict: judge a rate by what was sent under it): HOLD;
+* :math:`X > (1 + ε) r`: more completions than arrivals, an older backlog drains (not
+  this rate's verdict: judge a rate by what was sent under it): HOLD;
 * :math:`X \ge (1 - ε) r`: served as fast as offered, no queue grows at r: the window
   is one more sample for the tracking mean above;
 * :math:`X < (1 - ε) r`: a queue grows, r is past capacity, and past capacity the
@@ -84,7 +90,7 @@ class KneePolicy:
     knee_ratio: float = 1.3
     default_setpoint: float = 0.7
     min_setpoint: float = 0.3
-    max_setpoint: float = 0.85
+    max_setpoint: float = 0.75
     idle_samples: int = 1000
     idle_windows: float = 5.0
     ramp_factor: float = 2.0
@@ -92,7 +98,10 @@ class KneePolicy:
     gain: float = 0.5
     momentum: float = 0.5
     near_step: float = 0.05
-    flat_share: float = 1.0
+    idle_ema: float = 0.3
+    idle_rate_share: float = 0.75
+    rise_judged_windows: float = 1.5
+    ramp_ratio: float = 1.15
     min_step: float = 0.03
     max_up: float = 1.25
     max_down: float = 0.5
@@ -117,6 +126,8 @@ class KneePolicy:
     _sum_lw: float = field(default=0.0, init=False)
     _prev_ms: int | None = field(default=None, init=False)
     _ups: int = field(default=0, init=False)
+    _rose_ms: int = field(default=0, init=False)
+    _hot_rate: float = field(default=0.0, init=False)
 
     def __post_init__(self) -> None:
         if self.knee_ratio <= 1:
@@ -154,8 +165,14 @@ class KneePolicy:
         pressure = max(obs.pressure, 1e-6)
         count = obs.stats.overall.count
         s = self.setpoint()
-        if obs.zone is Zone.SAFE and self.phase == "ramp" and pressure < s:
-            self._learn_idle(count, pressure)
+        flat = pressure < self.ramp_top(s)
+        if obs.zone is Zone.SAFE and flat and count >= self.ramp_min_samples:
+            if self.phase == "ramp" or self._log_idle is None:
+                self._learn_idle(count, pressure)
+            elif self.idle_ema > 0 and rate <= self.idle_rate_share * self._hot_rate:
+                # Flat windows while tracking keep P0 current (a service warming up).
+                a = self.idle_ema * min(1.0, count / self.idle_samples)
+                self._log_idle += a * (math.log(pressure) - self._log_idle)
             s = self.setpoint()
         enough = count >= self.ramp_min_samples
         reason = obs.zone.lower()
@@ -166,7 +183,7 @@ class KneePolicy:
                 self.phase = "track"
                 new = self._bisect(rate, rate * self.breach_min_cut)
                 return self._out(obs, rate, new, reason, pressure=pressure, setpoint=s)
-            if pressure < s or not enough:
+            if flat or not enough:
                 self._last_safe = rate
                 new = rate * self.ramp_factor
                 return self._out(obs, rate, new, reason, pressure=pressure, setpoint=s)
@@ -182,12 +199,21 @@ class KneePolicy:
         if self._n >= self.idle_samples:
             self._log_idle = self._sum_lp / self._n
 
+    def ramp_top(self, s: float) -> float:
+        r"""The ramp goes on while :math:`P < \min(s, ρ_r P_0)` (``ramp_ratio``): the
+        first rise over idle ends it, before the knee."""
+        idle = self.idle_pressure
+        return s if idle is None else min(s, self.ramp_ratio * idle)
+
     def _bisect(self, rate: float, cut: float) -> float:
         safe = math.sqrt(self._last_safe * rate) if self._last_safe else rate
         return min(cut, max(safe, rate * self.max_down))
 
     def _breach(self, obs: Observation, rate: float, pressure: float, reason: str) -> Decision:
-        raised = self.phase == "ramp" or self._ups > 0  # a verdict on the last rise
+        # A verdict on the last rise: the window still holds samples sent before it.
+        recent = obs.timer_ms - self._rose_ms < self.rise_judged_windows * self.window_ms
+        raised = self.phase == "ramp" or (self._ups > 0 and recent)
+        self._hot_rate = rate
         self._ups = 0
         delivered = obs.achieved_rps
         if not raised and delivered > (1.0 + self.shortfall) * rate:
@@ -243,11 +269,17 @@ class KneePolicy:
             return hold(obs, rate, reason, **detail)
         if mean <= 0:
             self._ups = 0
+            self._hot_rate = rate
             step = self.gain * mean
             return self._out(obs, rate, rate * math.exp(step), reason, step=step, **detail)
-        flat = mean >= self.flat_share * math.log(self.knee_ratio)
-        up = math.log(self.max_up) if flat else math.log1p(self.near_step)
-        step = self.gain * mean * (1.0 + self.momentum * self._ups)
+        flat = mean >= math.log(self.knee_ratio)  # P at or below P0: far from the knee
+        boost = 1.0 + self.momentum * self._ups
+        up = (
+            math.log(self.max_up)
+            if flat
+            else min(math.log(self.max_up), boost * math.log1p(self.near_step))
+        )
+        step = self.gain * mean * boost
         step = min(up, max(math.log1p(self.min_step), step))
         new = rate * math.exp(step)
         if self.ceiling is not None:
@@ -259,6 +291,7 @@ class KneePolicy:
         if same_rate(rate, new):
             return hold(obs, rate, "ceiling", ceiling=self.ceiling or 0.0, **detail)
         self._ups += 1
+        self._rose_ms = obs.timer_ms
         return self._out(obs, rate, new, reason, step=step, **detail)
 
     def _out(

@@ -146,3 +146,24 @@ def test_knee_is_built_by_name_with_the_slo_window() -> None:
 def test_knee_rejects_bad_parameters(params: dict[str, float]) -> None:
     with pytest.raises(PolicyError, match="knee"):
         KneePolicy(**params)  # type: ignore[arg-type]
+
+
+def test_knee_flat_windows_well_below_the_last_hot_rate_move_the_idle_pressure() -> None:
+    p = ramped(idle=0.4)  # the ramp met the knee at 100 req/s: 100 ran hot
+    p.decide(obs(2.0, now_ms=120_000, achieved=50.0), 100.0)  # queue grows: cut
+    before = p.idle_pressure
+    assert before is not None
+    p.decide(obs(0.3, now_ms=140_000, offered=50.0), 50.0)  # flat, at 0.5 x the hot rate
+    after = p.idle_pressure
+    assert after is not None and after < before
+
+
+def test_knee_a_breach_long_after_a_rise_is_judged_by_flow_not_as_its_verdict() -> None:
+    p = ramped()
+    d = p.decide(obs(0.3, now_ms=120_000), 100.0)
+    assert d.action is Action.INCREASE  # a rise at 120 s
+    rate = d.new_rate
+    late = 120_000 + round(p.rise_judged_windows * p.window_ms) + 1
+    d = p.decide(obs(1.1, now_ms=late, offered=rate, achieved=rate * 1.2), rate)
+    assert d.reason == "draining"
+    assert p.ceiling is None
