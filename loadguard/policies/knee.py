@@ -48,13 +48,17 @@ little with the rate) and :math:`n_{up}` the consecutive rises (momentum: a clim
 a cut speeds up until a window runs hot). Every rise also stops at the *ceiling*
 :math:`c (1 - δ_{near})`, c the lowest rate whose breach answered a rise; a rate held
 below it with :math:`\bar e \sqrt{\sum w} \ge 2 σ_{up}` (strong evidence of headroom:
-the plant changed) lifts c by :math:`1 + δ_{near}`. So a rate that breached, a cliff,
+the plant changed) lifts c by :math:`e^u`, as a rise. So a rate that breached, a cliff,
 is not probed again on unchanged evidence, and there is no creep on a timer.
 
-*Breach*. A breach that answers a rise (the ramp, or within ``rise_judged_windows``
+*Breach*. A mild one (:math:`P <` ``thin_breach``) of a window with fewer than
+``ramp_min_samples`` samples in the ramp (a cold first window) is cut by its severity
+and the ramp goes on. A breach that answers a rise (the ramp, or within ``rise_judged_windows``
 windows of one) is cut at once by the severity, :math:`Δx = -k_b \ln P` clipped to
 :math:`[\ln β_{max}, \ln β_{min}]`, and its rate becomes the ceiling (unless a stall: a
-sample that took ``stall_windows`` windows means the target hung, not the rate). Any
+sample that took ``stall_windows`` windows means the target hung, not the rate; nor a
+window too thin to show a knee, so 5 req/s breaching on a cold first window is no
+ceiling, as it was for ``search`` on the real TeaStore). Any
 other breach is judged by flow conservation, the window's delivered rate X against the
 rate r in force:
 
@@ -110,6 +114,7 @@ class KneePolicy:
     delivery_share: float = 0.9
     shortfall: float = 0.1
     stall_windows: float = 2.0
+    thin_breach: float = 1.5
     noise_up: float = 0.15
     noise_down: float = 0.08
     window_ms: int = 10_000
@@ -229,6 +234,11 @@ class KneePolicy:
             min(math.log(self.breach_min_cut), -self.k_breach * math.log(pressure)),
         )
         new = rate * math.exp(step)
+        thin = obs.stats.overall.count < self.ramp_min_samples
+        if self.phase == "ramp" and thin and pressure < self.thin_breach:
+            # A mild breach of a window too thin to show a knee (a cold first window):
+            # cut by its severity, and go on ramping; it is no ceiling.
+            return self._out(obs, rate, new, reason, pressure=pressure, step=step, thin="true")
         if self.phase == "ramp":
             self.phase = "track"
             new = self._bisect(rate, new)
@@ -237,7 +247,7 @@ class KneePolicy:
             # only: right after a rise it still holds the previous rate's samples).
             new = min(new, self.delivery_share * delivered)
         stalled = (obs.stats.overall.max_ms or 0.0) >= self.stall_windows * self.window_ms
-        if (raised or self.ceiling is None) and not stalled:
+        if (raised or self.ceiling is None) and not stalled and not thin:
             # The rate that broke the SLO; the cuts that follow do not lower it.
             self.ceiling = rate if self.ceiling is None else min(self.ceiling, rate)
         return self._out(
@@ -285,7 +295,7 @@ class KneePolicy:
         if self.ceiling is not None:
             cap = self.ceiling * (1.0 - self.near_step)
             if new > cap and confidence >= 2.0 * self.noise_up and rate >= cap * (1 - 1e-9):
-                self.ceiling *= 1.0 + self.near_step  # strong evidence of headroom
+                self.ceiling *= math.exp(up)  # strong evidence of headroom: as a rise
                 cap = self.ceiling * (1.0 - self.near_step)
             new = max(rate, min(new, cap))
         if same_rate(rate, new):

@@ -167,3 +167,10 @@ def test_knee_a_breach_long_after_a_rise_is_judged_by_flow_not_as_its_verdict() 
     d = p.decide(obs(1.1, now_ms=late, offered=rate, achieved=rate * 1.2), rate)
     assert d.reason == "draining"
     assert p.ceiling is None
+
+
+def test_knee_a_mild_breach_of_a_thin_window_in_the_ramp_cuts_but_sets_no_ceiling() -> None:
+    p = KneePolicy(ramp_min_samples=200)
+    d = p.decide(obs(1.2, offered=5.0, count=40), 5.0)  # a cold first window
+    assert d.action is Action.DECREASE
+    assert (p.phase, p.ceiling) == ("ramp", None)
