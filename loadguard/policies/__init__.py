@@ -54,7 +54,10 @@ from loadguard.policies.search import SearchPolicy
 from loadguard.policies.threezone import ThreeZonePolicy
 from loadguard.slo import SloSpec
 
-__all__ = ["GUARD_DEFAULTS", "POLICIES", "Decision", "Policy", "build_policy", "parse_params"]
+__all__ = [
+    "DEFAULT_POLICY", "GUARD_DEFAULTS", "POLICIES", "Decision", "Policy", "build_policy",
+    "parse_params",
+]  # fmt: skip
 
 POLICIES: dict[str, Callable[..., Policy]] = {
     "threezone": ThreeZonePolicy,
@@ -64,6 +67,10 @@ POLICIES: dict[str, Callable[..., Policy]] = {
     "search": SearchPolicy,
     "fixed": FixedPolicy,
 }
+
+#: The policy every entry point uses unless told otherwise (docs/controller.md, "The plant
+#: suite": it meets issue 17's goal on more suite runs than the others).
+DEFAULT_POLICY = "knee"
 
 #: Default actuation lag until the sidecar passes the Elastic Timer's measured one.
 DEFAULT_LAG_MS = 2000
