@@ -52,15 +52,13 @@ the plant changed) lifts c by :math:`e^u`, as a rise. So a rate that breached, a
 is not probed again on unchanged evidence, and there is no creep on a timer.
 
 *Breach*. A mild one (:math:`P <` ``thin_breach``) of a window with fewer than
-``ramp_min_samples`` samples in the ramp (a cold first window) is cut by its severity
-and the ramp goes on. A breach that answers a rise (the ramp, or within ``rise_judged_windows``
-windows of one) is cut at once by the severity, :math:`Δx = -k_b \ln P` clipped to
-:math:`[\ln β_{max}, \ln β_{min}]`, and its rate becomes the ceiling (unless a stall: a
-sample that took ``stall_windows`` windows means the target hung, not the rate; nor a
-window too thin to show a knee, so 5 req/s breaching on a cold first window is no
-ceiling, as it was for ``search`` on the real TeaStore). Any
-other breach is judged by flow conservation, the window's delivered rate X against the
-rate r in force:
+``ramp_min_samples`` samples in the ramp (a cold first window, a noisy host) is no
+verdict: HOLD until the window fills. A breach that answers a rise (the ramp, or within
+``rise_judged_windows`` windows of one) is cut at once by the severity,
+:math:`Δx = -k_b \ln P` clipped to :math:`[\ln β_{max}, \ln β_{min}]`, and its rate
+becomes the ceiling (unless a stall, a sample that took ``stall_windows`` windows: the
+target hung, not the rate; or a window too thin to show a knee). Any other breach is
+judged by flow conservation, the window's delivered rate X against the rate r in force:
 
 * :math:`X > (1 + ε) r`: more completions than arrivals, an older backlog drains (not
   this rate's verdict: judge a rate by what was sent under it): HOLD;
@@ -236,9 +234,9 @@ class KneePolicy:
         new = rate * math.exp(step)
         thin = obs.stats.overall.count < self.ramp_min_samples
         if self.phase == "ramp" and thin and pressure < self.thin_breach:
-            # A mild breach of a window too thin to show a knee (a cold first window):
-            # cut by its severity, and go on ramping; it is no ceiling.
-            return self._out(obs, rate, new, reason, pressure=pressure, step=step, thin="true")
+            # A mild breach of a window too thin to show a knee (a cold first window, a
+            # noisy host): no verdict either way; hold until the window fills.
+            return hold(obs, rate, "thin_breach", phase=self.phase, pressure=pressure)
         if self.phase == "ramp":
             self.phase = "track"
             new = self._bisect(rate, new)

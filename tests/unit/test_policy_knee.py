@@ -169,8 +169,10 @@ def test_knee_a_breach_long_after_a_rise_is_judged_by_flow_not_as_its_verdict() 
     assert p.ceiling is None
 
 
-def test_knee_a_mild_breach_of_a_thin_window_in_the_ramp_cuts_but_sets_no_ceiling() -> None:
+def test_knee_a_mild_breach_of_a_thin_window_in_the_ramp_is_no_verdict() -> None:
     p = KneePolicy(ramp_min_samples=200)
     d = p.decide(obs(1.2, offered=5.0, count=40), 5.0)  # a cold first window
-    assert d.action is Action.DECREASE
+    assert (d.action, d.reason) == (Action.HOLD, "thin_breach")
     assert (p.phase, p.ceiling) == ("ramp", None)
+    d = p.decide(obs(0.5, now_ms=110_000, offered=5.0, count=100), 5.0)
+    assert (d.action, d.new_rate) == (Action.INCREASE, 10.0)  # the ramp goes on
