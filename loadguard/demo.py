@@ -23,6 +23,7 @@ from loadguard.errors import UsageError
 from loadguard.jmeter.home import find_jmeter_home
 from loadguard.jmeter.install import install
 from loadguard.loop import LoopOutcome
+from loadguard.policies import DEFAULT_POLICY
 from loadguard.sidecar import Paths, RunPlan, SidecarConfig, run_plan
 from loadguard.slo import SloSpec
 from loadguard.target.process import spawn_target
@@ -49,7 +50,7 @@ def elastic_plan() -> Path:
 class DemoOptions:
     out_dir: Path
     duration_s: float = 180.0
-    policy: str = "gradient"
+    policy: str = DEFAULT_POLICY
     p95: str = "250ms"
     error_rate: str = "1%"
     max_rate: float = 800.0

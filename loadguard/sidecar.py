@@ -47,7 +47,7 @@ from loadguard.jmeter.remote import DEFAULT_SAMPLE_SENDER, RemoteEngine
 from loadguard.jtl.follow import JtlFollower
 from loadguard.junit import write_junit
 from loadguard.loop import ControlLoop, EngineProbe, LoopOutcome, LoopSettings, SampleSource
-from loadguard.policies import build_policy
+from loadguard.policies import DEFAULT_POLICY, build_policy
 from loadguard.slo import SloSpec
 from loadguard.summary import SummaryBuilder, write_json_atomic
 from loadguard.window import STRETCH_WINDOWS, Window
@@ -81,7 +81,7 @@ class Paths:
 class SidecarConfig:
     paths: Paths
     spec: SloSpec
-    policy: str = "gradient"
+    policy: str = DEFAULT_POLICY
     policy_params: Mapping[str, str] = field(default_factory=dict)
     engines: tuple[Engine, ...] = ()
     dry_run: bool = False

@@ -11,6 +11,7 @@ import click
 
 from loadguard.demo import DemoOptions, run_demo
 from loadguard.durations import parse_duration_s
+from loadguard.policies import DEFAULT_POLICY
 
 
 @click.command("demo")
@@ -20,8 +21,8 @@ from loadguard.durations import parse_duration_s
 )
 @click.option(
     "--policy",
-    type=click.Choice(["threezone", "aimd", "gradient", "search"]),
-    default="gradient",
+    type=click.Choice(["knee", "threezone", "aimd", "gradient", "search"]),
+    default=DEFAULT_POLICY,
     show_default=True,
 )
 @click.option("--p95", default="250ms", show_default=True, help="p95 SLO.")

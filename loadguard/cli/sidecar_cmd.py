@@ -17,13 +17,13 @@ from loadguard.errors import UsageError
 from loadguard.jmeter.home import find_jmeter_home
 from loadguard.jmeter.remote import DEFAULT_SAMPLE_SENDER, SAMPLE_SENDER_MODES
 from loadguard.loop import LoopOutcome
-from loadguard.policies import parse_params
+from loadguard.policies import DEFAULT_POLICY, parse_params
 from loadguard.sidecar import Paths, RunPlan, SidecarConfig, attach, run_plan
 from loadguard.slo import SloSpec, parse_rate_rps
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-POLICIES = ("threezone", "aimd", "gradient", "search")
+POLICIES = ("knee", "threezone", "aimd", "gradient", "search")
 
 
 def _duration(name: str, value: str | None) -> int | None:
@@ -47,7 +47,7 @@ def common_options(f: F) -> F:
         click.option(
             "--policy",
             type=click.Choice(POLICIES),
-            default="gradient",
+            default=DEFAULT_POLICY,
             show_default=True,
             help="Control policy.",
         ),

@@ -10,7 +10,7 @@ import click
 
 from loadguard.durations import parse_duration_s
 from loadguard.errors import SimulationError
-from loadguard.policies import POLICIES, build_policy, parse_params
+from loadguard.policies import DEFAULT_POLICY, POLICIES, build_policy, parse_params
 from loadguard.simulate.run import simulate
 from loadguard.simulate.scenario import CapacityChange, Scenario
 from loadguard.simulate.summary import summarize
@@ -23,7 +23,7 @@ DEFAULT_LAG = "2s"
 
 @click.command("simulate")
 @click.option(
-    "--policy", type=click.Choice(sorted(POLICIES)), default="gradient", show_default=True
+    "--policy", type=click.Choice(sorted(POLICIES)), default=DEFAULT_POLICY, show_default=True
 )
 @click.option(
     "--param",

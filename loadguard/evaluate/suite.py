@@ -38,15 +38,14 @@ from loadguard.evaluate.suite_metrics import (
     elapsed_ms,
     frontier_gap,
 )
-from loadguard.policies import build_policy
+from loadguard.policies import DEFAULT_POLICY, build_policy
 from loadguard.simulate.plant import Plant
 from loadguard.simulate.plants import SuitePlant
 from loadguard.simulate.run import simulate
 from loadguard.simulate.scenario import Scenario
 
 FRACTIONS: tuple[float, ...] = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.925, 0.95, 0.975, 1.0, 1.05, 1.1)
-DEFAULT_POLICY = "gradient"
-ALL_POLICIES: tuple[str, ...] = ("gradient", "threezone", "aimd", "search")
+ALL_POLICIES: tuple[str, ...] = ("knee", "gradient", "threezone", "aimd", "search")
 SWEEP_SEED = 1000
 #: Fractions of the nominal λ* tried when the sweep has not failed by 1.1.
 EXTEND: tuple[float, ...] = (1.25, 1.5, 2.0)

@@ -17,8 +17,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from loadguard.errors import UsageError
-from loadguard.evaluate.suite import DEFAULT_POLICY, PlantResult, SuiteConfig
+from loadguard.evaluate.suite import PlantResult, SuiteConfig
 from loadguard.evaluate.suite_metrics import misses
+from loadguard.policies import DEFAULT_POLICY
 
 BEGIN = "<!-- suite:begin (written by loadguard evaluate --suite) -->"
 END = "<!-- suite:end -->"
@@ -55,6 +56,7 @@ def to_json(results: Sequence[PlantResult], cfg: SuiteConfig, command: str) -> d
         )
     return {
         "command": command,
+        "default_policy": DEFAULT_POLICY,
         "duration_s": cfg.duration_s,
         "seeds": list(cfg.seeds),
         "policies": list(cfg.policies),
@@ -120,9 +122,16 @@ def _policy_rows(plant: dict[str, Any], label: str) -> list[str]:
     return rows
 
 
-def _default_only(plant: dict[str, Any]) -> dict[str, Any]:
-    """A baseline plant with only the default policy's runs (today's numbers)."""
-    return {**plant, "runs": [r for r in plant["runs"] if r["policy"] == DEFAULT_POLICY]}
+def default_of(data: dict[str, Any]) -> str:
+    """The default policy of a suite result: recorded, or (files written before it was)
+    the first policy listed, as the suite lists the default first."""
+    recorded = data.get("default_policy")
+    return str(recorded) if recorded else str((data.get("policies") or [DEFAULT_POLICY])[0])
+
+
+def _default_only(plant: dict[str, Any], policy: str) -> dict[str, Any]:
+    """A baseline plant with only its default policy's runs (the numbers before)."""
+    return {**plant, "runs": [r for r in plant["runs"] if r["policy"] == policy]}
 
 
 def _gap(x: float | None) -> str:
@@ -156,6 +165,7 @@ def markdown(data: dict[str, Any], baseline: dict[str, Any] | None, charts: str)
         "",
     ]
     before = {p["key"]: p for p in (baseline or {}).get("plants", [])}
+    old = default_of(baseline) if baseline is not None else DEFAULT_POLICY
     for plant in data["plants"]:
         lams = ", ".join(
             f"{x['measured']:.1f}" + ("" if x["bounded"] else " (unbounded sweep)")
@@ -176,7 +186,7 @@ def markdown(data: dict[str, Any], baseline: dict[str, Any] | None, charts: str)
             "|---|---|---|---|---|---|---|---|---|",
         ]
         if plant["key"] in before:
-            out += _policy_rows(_default_only(before[plant["key"]]), "before: ")
+            out += _policy_rows(_default_only(before[plant["key"]], old), "before: ")
         out += _policy_rows(plant, "")
         oracle = ", ".join(
             f"{p['fraction']:.2f}: {_pct(p['violations'])}/{_pct(p['steady_efficiency'])}"
@@ -201,7 +211,9 @@ def splice(doc: Path, block: str) -> None:
     tmp.replace(doc)
 
 
-def chart(plant: dict[str, Any], baseline: dict[str, Any] | None, path: Path) -> Path:
+def chart(
+    plant: dict[str, Any], baseline: dict[str, Any] | None, path: Path, before_policy: str = ""
+) -> Path:
     """Steady efficiency against violation share: the fixed-rate frontier and each run."""
     fig = Figure(figsize=(5.5, 3.6))
     ax = fig.add_subplot(1, 1, 1)
@@ -221,7 +233,7 @@ def chart(plant: dict[str, Any], baseline: dict[str, Any] | None, path: Path) ->
         ax.annotate(f"{f:.2f}", (100 * v, 100 * e), fontsize=6, color="#777")
     sets = [("", plant)]
     if baseline is not None:
-        sets.insert(0, ("before: ", _default_only(baseline)))
+        sets.insert(0, ("before: ", _default_only(baseline, before_policy or DEFAULT_POLICY)))
     i = 0
     for label, source in sets:
         for policy in dict.fromkeys(r["policy"] for r in source["runs"]):
@@ -263,8 +275,9 @@ def write(
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "suite.json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     before = {p["key"]: p for p in (baseline or {}).get("plants", [])}
+    old = default_of(baseline) if baseline is not None else DEFAULT_POLICY
     for plant in data["plants"]:
-        chart(plant, before.get(plant["key"]), out_dir / f"suite-{plant['key']}.png")
+        chart(plant, before.get(plant["key"]), out_dir / f"suite-{plant['key']}.png", old)
     try:
         charts = str(out_dir.resolve().relative_to(doc.resolve().parent))
     except ValueError:

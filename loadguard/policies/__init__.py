@@ -49,19 +49,28 @@ from loadguard.policies.guards import (
     StaleHold,
     StepLimit,
 )
+from loadguard.policies.knee import KneePolicy
 from loadguard.policies.search import SearchPolicy
 from loadguard.policies.threezone import ThreeZonePolicy
 from loadguard.slo import SloSpec
 
-__all__ = ["GUARD_DEFAULTS", "POLICIES", "Decision", "Policy", "build_policy", "parse_params"]
+__all__ = [
+    "DEFAULT_POLICY", "GUARD_DEFAULTS", "POLICIES", "Decision", "Policy", "build_policy",
+    "parse_params",
+]  # fmt: skip
 
 POLICIES: dict[str, Callable[..., Policy]] = {
     "threezone": ThreeZonePolicy,
     "aimd": AimdPolicy,
     "gradient": GradientPolicy,
+    "knee": KneePolicy,
     "search": SearchPolicy,
     "fixed": FixedPolicy,
 }
+
+#: The policy every entry point uses unless told otherwise (docs/controller.md, "The plant
+#: suite": it meets issue 17's goal on more suite runs than the others).
+DEFAULT_POLICY = "knee"
 
 #: Default actuation lag until the sidecar passes the Elastic Timer's measured one.
 DEFAULT_LAG_MS = 2000
@@ -140,7 +149,7 @@ def build_policy(name: str, spec: SloSpec, **params: Any) -> Policy:
         for f in dataclasses.fields(factory)  # type: ignore[arg-type]
         if f.init and f.name != "name"
     }
-    if name in ("search", "gradient"):
+    if name in ("search", "gradient", "knee"):
         own.setdefault("window_ms", spec.window_ms)
     for key in own:
         if key not in fields:

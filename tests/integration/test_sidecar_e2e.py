@@ -97,8 +97,9 @@ def test_run_drives_the_rate_to_the_knee_and_backs_off_past_it(
     # Drove the rate up to the knee, never past the ceiling or to zero...
     assert max(rates) >= 0.8 * lam
     assert min(rates) > 0 and max(rates) <= 150.0
-    # ...and every DECREASE answered a window near or over the SLO: gradient steers p95 to
-    # 0.7 of it, so a cut may come from a SAFE window, but never from one far below that.
+    # ...and every DECREASE answered a window near or over the SLO: the default steers p95
+    # to its setpoint (here 1.3 x the idle ~0.6, capped at 0.75 of the SLO), so a cut may
+    # come from a SAFE window, but never from one far below that.
     for r in rows:
         if r["action"] == "DECREASE" and r["reason"] not in ("stale", "clamp_max"):
             assert r["zone"] in ("BREACH", "NEAR") or float(r["p95_ms"]) > 0.6 * 250, r
