@@ -15,8 +15,8 @@ from loadguard.errors import UsageError
 from loadguard.evaluate.real_plants import select_real
 from loadguard.evaluate.real_report import data_dir, load, merge, to_json, write
 from loadguard.evaluate.real_suite import RealPlantResult, RealSuiteConfig, evaluate_real_plant
-from loadguard.evaluate.suite import DEFAULT_POLICY
 from loadguard.jmeter.home import find_jmeter_home
+from loadguard.policies import DEFAULT_POLICY
 
 #: A real run is judged from 30 s on (three windows at least); steady efficiency needs
 #: more than 120 s.
