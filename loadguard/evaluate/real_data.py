@@ -30,7 +30,7 @@ from loadguard.jtl.sample import SampleBatch
 
 SWEEP_FRACTIONS: tuple[float, ...] = (0.8, 0.95, 1.1)
 SWEEP_EXTEND: tuple[float, ...] = (1.3, 1.6, 2.0)
-SWEEP_BELOW: tuple[float, ...] = (0.6, 0.4, 0.2)
+SWEEP_BELOW: tuple[float, ...] = (0.6, 0.4, 0.2, 0.1)
 
 
 def run_data(batch: SampleBatch, schedule: OfferedSchedule, duration_s: float) -> RunData:

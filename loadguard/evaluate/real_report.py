@@ -111,7 +111,10 @@ def _lam(plant: dict[str, Any]) -> str:
     parts = []
     for (at, lam), sweep in zip(plant["steps"], plant["sweeps"], strict=True):
         label = f"{lam:.1f}" if lam else "0"
-        if sweep is not None and not sweep["bounded"]:
+        if sweep is not None and sweep["measured"] is None:
+            lowest = min(pt["offered"] for pt in sweep["points"])
+            label = f"none: < {lowest:.1f}"
+        elif sweep is not None and not sweep["bounded"]:
             label = f"≥ {label}"
         parts.append(label if at == 0 else f"{label} from {at:g} s")
     return ", ".join(parts) or "–"

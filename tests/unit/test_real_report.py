@@ -70,6 +70,9 @@ def test_write_splices_the_block_draws_the_chart_and_reads_back(tmp_path: Path) 
     )
     assert "| 1 mm8 | 147.7 | gradient | 0.0 % | 0.0 % | – | 53 s | – | 0 | efficiency" in text
     assert "| 9 large | – | not run: two outages |" in text
+    data["plants"][0]["sweeps"][0]["measured"] = None  # type: ignore[index]
+    write(data, doc)
+    assert "| 1 mm8 | none: < 115.5 | gradient |" in doc.read_text()
     assert "115.5 → 115.5/s p95 147 ms" in text and "mm8 4.9 s" in text
     assert "![mm8](controller-jmeter/mm8.png)" in text
     png = tmp_path / "controller-jmeter" / "mm8.png"

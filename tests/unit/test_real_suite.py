@@ -188,5 +188,5 @@ def test_the_sweep_brackets_the_knee_up_or_down() -> None:
     assert next_fraction(down, 250.0) == 0.6
     assert next_fraction([*down, (0.6, _pt(86, 300, 0.2))], 250.0) == 0.4
     assert next_fraction([*down, (0.6, _pt(86, 100))], 250.0) is None
-    never = [(f, _pt(100 * f, 900)) for f in (0.8, 0.6, 0.4, 0.2)]
+    never = [(f, _pt(100 * f, 900)) for f in (0.8, 0.6, 0.4, 0.2, 0.1)]
     assert next_fraction(never, 250.0) is None
