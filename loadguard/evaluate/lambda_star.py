@@ -7,7 +7,9 @@ refined by linear interpolation of p95 between it and the next (failing) point:
 
 .. math::  λ^* = λ_a + (λ_b - λ_a)\,\frac{L - p_a}{p_b - p_a}
 
-where a is the last passing point, b the first failing one above it, L the p95 limit.
+where a is the last passing point, b the first failing one above it (in offered rate),
+L the p95 limit; when b achieved no more than a (an overloaded target collapsing), λ* is
+a's achieved rate.
 No passing point: ``None``. No failing point above the last pass: that pass (a lower
 bound, flagged ``bounded=False``).
 """
@@ -36,7 +38,9 @@ class LambdaStar:
 def lambda_star_from_sweep(
     points: Sequence[SweepPoint], p95_limit_ms: float, error_limit: float | None
 ) -> LambdaStar:
-    ordered = sorted(points, key=lambda p: p.achieved_rps)
+    # By offered rate: an overloaded point can achieve *less* than a passing one below it
+    # (a collapsing target), and must still count as above it.
+    ordered = sorted(points, key=lambda p: p.offered_rps)
 
     def passes(p: SweepPoint) -> bool:
         return p.p95_ms <= p95_limit_ms and (error_limit is None or p.error_rate <= error_limit)
@@ -52,6 +56,9 @@ def lambda_star_from_sweep(
     if not above:
         return LambdaStar(a.achieved_rps, False)
     b = above[0]
+    if b.achieved_rps <= a.achieved_rps:
+        # b collapsed below a's throughput: no rate between them to interpolate to
+        return LambdaStar(a.achieved_rps, True)
     if b.p95_ms <= a.p95_ms or b.p95_ms <= p95_limit_ms:
         # failed on errors only (or p95 not monotone): no p95 crossing to interpolate
         return LambdaStar(a.achieved_rps, True)

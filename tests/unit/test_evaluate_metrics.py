@@ -180,3 +180,18 @@ def test_lambda_star_interpolates_p95_to_the_slo(
 ) -> None:
     lam = lambda_star_from_sweep(points, 250.0, 0.01)
     assert (lam.rps, lam.bounded) == (pytest.approx(rps) if rps is not None else None, bounded)
+
+
+def test_lambda_star_is_not_dragged_down_by_a_collapsed_overload_point() -> None:
+    # Offered 24/s collapsed to 12.8 achieved: it is still the first failure above the
+    # 12/s pass, and no interpolation towards a lower throughput is made.
+    points = [
+        SweepPoint(12.0, 12.0, 300.0, 0.0, 500),
+        SweepPoint(24.0, 12.8, 9000.0, 0.0, 500),
+        SweepPoint(36.0, 20.0, 15000.0, 0.0, 500),
+        SweepPoint(6.0, 6.0, 200.0, 0.0, 500),
+    ]
+    lam = lambda_star_from_sweep(points, 500.0, 0.01)
+    assert (lam.rps, lam.bounded) == (pytest.approx(12.0 + 0.8 * 200 / 8700), True)
+    collapsed = [SweepPoint(20.0, 19.9, 300.0, 0.0, 500), SweepPoint(40.0, 15.0, 9e3, 0.0, 500)]
+    assert lambda_star_from_sweep(collapsed, 500.0, 0.01).rps == pytest.approx(19.9)
