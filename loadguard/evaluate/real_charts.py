@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from loadguard.evaluate.offered import schedule_from_decisions
 from loadguard.evaluate.real_data import run_data, shift_capacity
 from loadguard.evaluate.runner import read_jtl
 from loadguard.evaluate.suite_metrics import WINDOW_S
+from loadguard.evaluate.suite_report import save_plant_chart
 from loadguard.sidecar import Paths
 
 COLOURS = ("#2b5c8a", "#d95f02", "#1b9e77", "#7570b3")
@@ -47,9 +47,4 @@ def chart(plant: dict[str, Any], duration_s: float, path: Path) -> Path | None:
     ax.set_xlim(0, duration_s)
     ax.set_xlabel("s since JMeter's first sample")
     ax.set_ylabel("req/s")
-    ax.set_title(f"{plant['number']}. {plant['title']} (real JMeter)", fontsize=9)
-    ax.legend(fontsize=6, loc="lower right")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    FigureCanvasAgg(fig)
-    fig.savefig(path, dpi=100, bbox_inches="tight")
-    return path
+    return save_plant_chart(fig, plant, path, " (real JMeter)")

@@ -257,7 +257,13 @@ def chart(
     ax.axhline(90.0, color="#c33", lw=0.8, ls="--")
     ax.set_xlabel("p95-violating windows (%)")
     ax.set_ylabel("steady efficiency (% of λ*)")
-    ax.set_title(f"{plant['number']}. {plant['title']}", fontsize=9)
+    return save_plant_chart(fig, plant, path)
+
+
+def save_plant_chart(fig: Figure, plant: dict[str, Any], path: Path, suffix: str = "") -> Path:
+    """Title a plant's one-axes chart ("N. title" + ``suffix``), add its legend, write it."""
+    (ax,) = fig.axes
+    ax.set_title(f"{plant['number']}. {plant['title']}{suffix}", fontsize=9)
     ax.legend(fontsize=6, loc="lower right")
     path.parent.mkdir(parents=True, exist_ok=True)
     FigureCanvasAgg(fig)
