@@ -45,6 +45,7 @@ from loadguard.evaluate.schemes import Scheme
 from loadguard.evaluate.suite_metrics import SuiteMetrics, compute, misses
 from loadguard.evaluate.targets import Targets
 from loadguard.jmeter.home import JMeterHome
+from loadguard.policies import DEFAULT_POLICY
 from loadguard.sidecar import Paths
 from loadguard.slo import SloSpec
 
@@ -61,7 +62,7 @@ TEASTORE_WARMUP_S = 60.0
 class RealSuiteConfig:
     out_dir: Path
     duration_s: float = 240.0
-    policies: tuple[str, ...] = ("gradient",)
+    policies: tuple[str, ...] = (DEFAULT_POLICY,)
     seed: int = 1
     tick_ms: int = 2000
     #: Run no sweep: λ* of every phase given (plant time order), e.g. by a test.

@@ -1,4 +1,4 @@
-"""The schemes under evaluation: two open-loop baselines and four LoadGuard policies.
+"""The schemes under evaluation: two open-loop baselines and every LoadGuard policy.
 
 Baselines run a stock JMeter plan from ``benchmarks/plans`` on the real jmeter-plugins
 (no LoadGuard in the loop). LoadGuard schemes run the minimal elastic plan
@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Literal
 
 from loadguard.errors import UsageError
+from loadguard.policies import DEFAULT_POLICY
 
 PLANS_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "plans"
 
@@ -35,12 +36,13 @@ class Scheme:
 SCHEMES: tuple[Scheme, ...] = (
     Scheme("FFA", "baseline", "FFA (Free-Form Arrivals, 800/s)", plan="ffa_800.jmx"),
     Scheme("TSTCTG", "baseline", "TSTCTG (Throughput Shaping Timer 800/s + CTG)", "tstctg_800.jmx"),
+    Scheme("knee", "loadguard", "LoadGuard knee (default)", policy="knee"),
     Scheme("threezone", "loadguard", "LoadGuard threezone (paper)", policy="threezone"),
     Scheme("aimd", "loadguard", "LoadGuard aimd", policy="aimd"),
     Scheme("gradient", "loadguard", "LoadGuard gradient", policy="gradient"),
     Scheme("search", "loadguard", "LoadGuard search", policy="search"),
 )
-QUICK_SCHEMES: tuple[str, ...] = ("FFA", "TSTCTG", "gradient")
+QUICK_SCHEMES: tuple[str, ...] = ("FFA", "TSTCTG", DEFAULT_POLICY)
 BY_NAME = {s.name.lower(): s for s in SCHEMES}
 
 
