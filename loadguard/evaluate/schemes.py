@@ -36,7 +36,7 @@ class Scheme:
 SCHEMES: tuple[Scheme, ...] = (
     Scheme("FFA", "baseline", "FFA (Free-Form Arrivals, 800/s)", plan="ffa_800.jmx"),
     Scheme("TSTCTG", "baseline", "TSTCTG (Throughput Shaping Timer 800/s + CTG)", "tstctg_800.jmx"),
-    Scheme("knee", "loadguard", "LoadGuard knee (default)", policy="knee"),
+    Scheme("knee", "loadguard", "LoadGuard knee", policy="knee"),
     Scheme("threezone", "loadguard", "LoadGuard threezone (paper)", policy="threezone"),
     Scheme("aimd", "loadguard", "LoadGuard aimd", policy="aimd"),
     Scheme("gradient", "loadguard", "LoadGuard gradient", policy="gradient"),

@@ -1,7 +1,7 @@
 """The evaluation harness's --quick mode, end to end (the CI smoke test of issue 8).
 
 ``loadguard evaluate --quick`` runs for real: a one-point λ* sweep, then FFA and TSTCTG on
-the real jmeter-plugins and LoadGuard gradient, 20 s each, every run on a fresh demo
+the real jmeter-plugins and LoadGuard's default policy, 20 s each, every run on a fresh demo
 target (M/M/8, 50 ms: capacity 160 req/s, far below the baselines' 800 req/s). It must
 write runs.csv, the PNGs and the Markdown report, and the figures must show what the
 set-up implies: the open-loop baselines saturate the target and hold most of their
@@ -20,7 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from loadguard.evaluate.schemes import BY_NAME
 from loadguard.jmeter.home import JMeterHome
+from loadguard.policies import DEFAULT_POLICY
 
 pytestmark = pytest.mark.jmeter
 
@@ -59,7 +61,7 @@ def runs(out: Path) -> dict[str, dict[str, str]]:
 
 def test_quick_runs_three_schemes_once_each_over_the_whole_span(quick_run: Path) -> None:
     rows = runs(quick_run)
-    assert sorted(rows) == ["FFA", "TSTCTG", "gradient"]
+    assert sorted(rows) == sorted(["FFA", "TSTCTG", DEFAULT_POLICY])
     for row in rows.values():
         assert row["covered"] == "yes"
         assert float(row["duration_s"]) == 20.0
@@ -87,11 +89,11 @@ def test_open_loop_baselines_saturate_the_target_and_hold_load_back(
 
 
 def test_loadguard_run_is_judged_by_the_same_windows_and_holds_the_slo(quick_run: Path) -> None:
-    row = runs(quick_run)["gradient"]
+    row = runs(quick_run)[DEFAULT_POLICY]
     assert float(row["error_rate"]) <= 0.01
     assert float(row["held_back_share"]) < 0.2
     assert int(row["increase"]) + int(row["hold"]) + int(row["decrease"]) > 0
-    assert (quick_run / "runs" / "gradient-1" / "decisions.csv").is_file()
+    assert (quick_run / "runs" / f"{DEFAULT_POLICY}-1" / "decisions.csv").is_file()
 
 
 def test_sweep_measured_a_point_and_a_lambda_star(quick_run: Path) -> None:
@@ -105,8 +107,8 @@ def test_sweep_measured_a_point_and_a_lambda_star(quick_run: Path) -> None:
 def test_report_and_plots_are_written(quick_run: Path) -> None:
     doc = (quick_run / "evaluation.md").read_text()
     assert "QUICK smoke run" in doc
-    for name in ("| FFA |", "| TSTCTG |", "| LoadGuard gradient |"):
+    for name in ("| FFA |", "| TSTCTG |", f"| {BY_NAME[DEFAULT_POLICY].label} |"):
         assert name in doc
-    for png in ("overview", "FFA", "TSTCTG", "gradient"):
+    for png in ("overview", "FFA", "TSTCTG", DEFAULT_POLICY):
         data = (quick_run / "evaluation" / f"{png}.png").read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000

@@ -1,6 +1,6 @@
 """``loadguard evaluate --quick --target teastore`` end to end, on the real TeaStore.
 
-A one-point sweep and FFA, TSTCTG and LoadGuard gradient for 20 s each with the browse
+A one-point sweep and FFA, TSTCTG and LoadGuard's default policy for 20 s each with the browse
 plan, all on ONE ``loadguard teastore`` (the cached build), as ``--quick`` does: a smoke
 test of the harness on the real system, not an evaluation (the full one starts a fresh
 TeaStore per run). One TeaStore start instead of four keeps it to a few minutes.
@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from loadguard.jmeter.home import JMeterHome
+from loadguard.policies import DEFAULT_POLICY
 from tests.integration.test_teastore_real import _source
 
 pytestmark = [pytest.mark.jmeter, pytest.mark.slow]
@@ -61,7 +62,7 @@ def runs(out: Path) -> dict[str, dict[str, str]]:
 @pytest.mark.timeout(TIMEOUT_S + 300)
 def test_quick_teastore_runs_three_schemes_on_the_browse_plan(quick_run: Path) -> None:
     rows = runs(quick_run)
-    assert sorted(rows) == ["FFA", "TSTCTG", "gradient"]
+    assert sorted(rows) == sorted(["FFA", "TSTCTG", DEFAULT_POLICY])
     for row in rows.values():
         assert row["covered"] == "yes"
     for scheme in ("FFA", "TSTCTG"):
@@ -87,4 +88,4 @@ def test_quick_teastore_sweep_and_report_name_the_real_teastore(quick_run: Path)
     assert "experiment on the real TeaStore" in doc
     assert "loadguard teastore --layout single" in doc
     assert "one instance shared by every run" in doc
-    assert (quick_run / "runs" / "gradient-1" / "decisions.csv").is_file()
+    assert (quick_run / "runs" / f"{DEFAULT_POLICY}-1" / "decisions.csv").is_file()

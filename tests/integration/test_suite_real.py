@@ -17,12 +17,13 @@ import pytest
 from loadguard.evaluate.real_plants import select_real
 from loadguard.evaluate.real_suite import RealSuiteConfig, evaluate_real_plant
 from loadguard.jmeter.home import JMeterHome
+from loadguard.policies import DEFAULT_POLICY
 from loadguard.simulate.plants import BY_KEY
 
 pytestmark = [pytest.mark.jmeter, pytest.mark.slow]
 
 
-def test_mm8_gradient_60s_on_real_jmeter_is_judged_like_the_simulator(
+def test_mm8_default_policy_60s_on_real_jmeter_is_judged_like_the_simulator(
     tmp_path: Path, jmeter_home: JMeterHome
 ) -> None:
     (plant,) = select_real(["mm8"])
@@ -35,7 +36,7 @@ def test_mm8_gradient_60s_on_real_jmeter_is_judged_like_the_simulator(
     assert result.not_run is None and result.steps == ((0.0, lam),)
     (run,) = result.runs
     m = run.metrics
-    assert run.policy == "gradient" and run.covered, said
+    assert run.policy == DEFAULT_POLICY and run.covered, said
     # JMeter's first sample comes after the target is ready, within its start-up.
     assert 0.0 < run.offset_s < 30.0
     # Windows (30, 40], (40, 50], (50, 60] are judged, each with real samples.

@@ -21,6 +21,7 @@ from loadguard.evaluate.aggregate import (
     write_runs_csv,
 )
 from loadguard.evaluate.config import EvalConfig
+from loadguard.evaluate.harness import run_order
 from loadguard.evaluate.lambda_star import SweepPoint
 from loadguard.evaluate.offered import OfferedSchedule
 from loadguard.evaluate.run_metrics import run_metrics
@@ -212,3 +213,17 @@ def test_runs_csv_and_windows_csv_read_back_for_render_only(tmp_path: Path) -> N
     assert [(p.t_s, p.count, p.tumbling, p.zone) for p in again] == [
         (p.t_s, p.count, p.tumbling, p.zone) for p in rec.points
     ]
+
+
+def test_a_shared_target_runs_the_floods_last_with_their_own_seeds(tmp_path: Path) -> None:
+    schemes = parse_schemes(["FFA,TSTCTG,knee,aimd"])
+    shared = EvalConfig(out_dir=tmp_path, schemes=schemes, share_target=True)
+    assert [(i, s.name) for i, s in run_order(shared)] == [
+        (2, "knee"), (3, "aimd"), (0, "FFA"), (1, "TSTCTG"),
+    ]  # fmt: skip
+
+
+def test_fresh_targets_keep_the_canonical_order(tmp_path: Path) -> None:
+    schemes = parse_schemes(["FFA,TSTCTG,knee"])
+    fresh = EvalConfig(out_dir=tmp_path, schemes=schemes)
+    assert [s.name for _i, s in run_order(fresh)] == ["FFA", "TSTCTG", "knee"]
