@@ -32,6 +32,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from loadguard.simulate.steps import step_value
+
 F64 = npt.NDArray[np.float64]
 BOOL = npt.NDArray[np.bool_]
 
@@ -60,11 +62,7 @@ class Capacity:
     steps: tuple[tuple[float, float], ...]
 
     def at(self, t_s: float) -> float:
-        lam = self.steps[0][1]
-        for at, value in self.steps:
-            if at <= t_s:
-                lam = value
-        return lam
+        return step_value(self.steps, t_s)
 
     def integral(self, spans: Sequence[tuple[float, float]]) -> float:
         """:math:`\\int λ^*(t)\\,dt` over disjoint spans."""
