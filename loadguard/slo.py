@@ -236,7 +236,8 @@ class SloSpec:
         return {m: self.threshold(m) for m in ("p95_ms", "p99_ms", "mean_ms", "error_rate")}
 
     def thresholds(self) -> dict[str, float | None]:
-        """Same as ``log_thresholds`` (the loop's ``Evaluator`` protocol)."""
+        """Same as ``log_thresholds`` (which the loop's ``Evaluator`` protocol names); kept
+        for the example in docs/controller.md."""
         return self.log_thresholds()
 
     def evaluate(self, stats: WindowStats, now_ms: int, commanded_rps: float) -> Observation:
