@@ -1,4 +1,4 @@
-r"""The plant suite on the real stack (issue 17): each plant as the process that serves it.
+r"""The plant suite on the real stack: each plant as the process that serves it.
 
 Plants 1-9 are the simulator's (``loadguard.simulate.plants``) served by
 ``loadguard target`` with the same mechanism, the arguments derived from the plant's

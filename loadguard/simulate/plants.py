@@ -1,4 +1,4 @@
-r"""The controller's plant suite (issue 17): nine simulated targets, each with its SLO.
+r"""The controller's plant suite: nine simulated targets, each with its SLO.
 
 Every plant starts the generator at 5 req/s, uses a 2 s actuation lag, Poisson arrivals
 and a 1 s tick; the SLO is the plant's p95 plus 1 % errors (``SloSpec`` defaults
