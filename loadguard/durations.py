@@ -1,9 +1,10 @@
 """Durations as people type them on the command line: ``300ms``, ``1.5s``, ``2m``, ``1h``.
 
-Every CLI duration goes through ``parse_duration_s`` (``--service 50ms``, ``--duration
-10m``, ``--window 10s`` ...). A unit is required, except for a bare ``0`` and where a
-command documents a default unit (``bare_unit``). SLO thresholds have their own stricter
-parser in ``loadguard.slo`` (ms or s only, with the key in the error).
+CLI durations go through ``parse_duration_s`` (``--service 50ms``, ``--duration 10m``,
+``metrics --window 10s`` ...). A unit is required, except for a bare ``0`` and where a
+command documents a default unit (``bare_unit``). The SLO's values -- its thresholds and
+its window, also ``run``/``attach --window`` -- have their own stricter parser in
+``loadguard.slo`` (ms or s only, with the key in the error).
 """
 
 from __future__ import annotations

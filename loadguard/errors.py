@@ -3,7 +3,7 @@
 The library raises these; ``loadguard.cli`` turns them into a one-line message and an
 exit code. Anything else escaping the library is a bug.
 
-Exit codes (a public contract, see docs/decision-log.md):
+Exit codes (a public contract, documented under "Exit codes" in docs/decision-log.md):
 
 * 1 -- the SLO verdict failed (not an error: raised by nobody here, returned by commands);
 * 2 -- bad usage or bad input (``UsageError`` and every input error);

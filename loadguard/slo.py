@@ -74,33 +74,34 @@ _NUMBER = r"^\s*-?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?\s*"
 ZERO_LIMIT_PRESSURE = 10.0
 
 
-def parse_duration_ms(key: str, value: object) -> float:
-    """``"250ms"`` -> 250.0, ``"1.5s"`` -> 1500.0; the unit is required."""
+def _with_unit(
+    key: str, value: object, pattern: re.Pattern[str], what: str, example: str
+) -> tuple[float, re.Match[str]]:
+    """The number of ``value`` (finite, >= 0) and the match of ``pattern``, whose group 1
+    is the number: a number without the unit and anything else say so differently."""
     text = str(value)
-    match = _DURATION.match(text)
+    match = pattern.match(text)
     if match is None:
         if re.match(_NUMBER + "$", text):
-            raise SloSpecError(f"{key}: missing unit in {text!r} (write e.g. 250ms or 1s)")
-        raise SloSpecError(f"{key}: bad duration {text!r} (write e.g. 250ms or 1s)")
+            raise SloSpecError(f"{key}: missing unit in {text!r} (write e.g. {example})")
+        raise SloSpecError(f"{key}: bad {what} {text!r} (write e.g. {example})")
     number = float(match.group(1))
     if not math.isfinite(number) or number < 0:
         raise SloSpecError(f"{key}: negative or non-finite value {text!r}")
+    return number, match
+
+
+def parse_duration_ms(key: str, value: object) -> float:
+    """``"250ms"`` -> 250.0, ``"1.5s"`` -> 1500.0; the unit is required."""
+    number, match = _with_unit(key, value, _DURATION, "duration", "250ms or 1s")
     return number * (1.0 if match.group(2) == "ms" else 1000.0)
 
 
 def parse_percent(key: str, value: object) -> float:
     """``"1%"`` -> 0.01; the ``%`` is required, 0..100."""
-    text = str(value)
-    match = _PERCENT.match(text)
-    if match is None:
-        if re.match(_NUMBER + "$", text):
-            raise SloSpecError(f"{key}: missing unit in {text!r} (write e.g. 1%)")
-        raise SloSpecError(f"{key}: bad percentage {text!r} (write e.g. 1%)")
-    number = float(match.group(1))
-    if not math.isfinite(number) or number < 0:
-        raise SloSpecError(f"{key}: negative or non-finite value {text!r}")
+    number, _match = _with_unit(key, value, _PERCENT, "percentage", "1%")
     if number > 100:
-        raise SloSpecError(f"{key}: percentage over 100 in {text!r}")
+        raise SloSpecError(f"{key}: percentage over 100 in {str(value)!r}")
     return number / 100.0
 
 
@@ -235,7 +236,8 @@ class SloSpec:
         return {m: self.threshold(m) for m in ("p95_ms", "p99_ms", "mean_ms", "error_rate")}
 
     def thresholds(self) -> dict[str, float | None]:
-        """Same as ``log_thresholds`` (the loop's ``Evaluator`` protocol)."""
+        """Same as ``log_thresholds`` (which the loop's ``Evaluator`` protocol names); kept
+        for the example in docs/controller.md."""
         return self.log_thresholds()
 
     def evaluate(self, stats: WindowStats, now_ms: int, commanded_rps: float) -> Observation:

@@ -60,8 +60,10 @@ I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 BOOL = npt.NDArray[np.bool_]
 
-# Elapsed values are clipped to 0 .. 2^40 - 1 ms (35 years).
-_ELAPSED_MASK = (1 << 40) - 1
+# Elapsed values are clipped to 0 .. 2^40 - 1 ms (35 years): an upper bound (not a bit
+# mask) that keeps a window's int64 sum of them far from overflow for batches built by
+# hand; the JTL readers already drop rows over raw_rows.MAX_ELAPSED_MS.
+_MAX_ELAPSED_MS = (1 << 40) - 1
 # A label with more runs than this has them merged into one (live ticks add one a tick).
 _MAX_RUNS = 32
 # Label codes are compacted once more than this many are known and most are gone.
@@ -191,7 +193,7 @@ class Window:
             return
         end = np.asarray(batch.end_ms, np.int64)
         # A negative elapsed is a reader bug or a malformed row; count it as 0 ms.
-        elapsed = np.clip(np.asarray(batch.elapsed_ms, np.int64), 0, _ELAPSED_MASK)
+        elapsed = np.clip(np.asarray(batch.elapsed_ms, np.int64), 0, _MAX_ELAPSED_MS)
         codes = self._label_codes(batch.label)
         ok = np.asarray(batch.success, np.bool_)
         if len(end) > 1 and bool((end[1:] < end[:-1]).any()):

@@ -1,4 +1,4 @@
-"""The evaluation harness (issue 8): the paper's experiment on our own target.
+"""The evaluation harness: the paper's experiment on our own target.
 
 Six schemes -- the real jmeter-plugins baselines FFA and TSTCTG at an 800 req/s stress,
 and LoadGuard with each policy -- run N times each against a fresh demo target, every

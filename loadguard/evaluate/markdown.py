@@ -92,7 +92,7 @@ def render(report: Report, previous: str | None = None) -> str:
         + (
             "\n"
             if kind.startswith("FULL")
-            else " The issue asks for 6 schemes × 5 runs × 180 s; the command for that "
+            else " The full evaluation is 6 schemes × 5 runs × 180 s; the command for that "
             "is below. Read these figures with their spread and repetition count in mind.\n"
         )
     )
@@ -293,7 +293,7 @@ def _teastore_setup(cfg: EvalConfig) -> str:
 
 def _targets(cfg: EvalConfig, a: Mapping[str, Mapping[str, Stat]], lg: Sequence[str]) -> str:
     lines = [
-        "\n### Against the issue's targets (means over repetitions)\n\n",
+        "\n### Against the evaluation's targets (means over repetitions)\n\n",
         f"| policy | errors ≤ {cfg.error_rate * 100:g} % | p95-violation share ≤ 5 % | "
         "steady-state efficiency ≥ 85 % |\n|---|---|---|---|\n",
     ]

@@ -43,6 +43,19 @@ def _slo_axes(ax_p95: Axes, slo_ms: float) -> None:
     ax_p95.set_ylabel("window p95 (ms)")
 
 
+def _legend_right(ax: Axes) -> None:
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+
+
+def _rate_axes(ax: Axes, ylabel: str, lambda_star: float | None) -> None:
+    """A rate axis from 0, with the sweep's λ* as a dotted line and the legend outside."""
+    if lambda_star is not None:
+        ax.axhline(lambda_star, color="#333", linestyle=":", linewidth=1.1, label="λ* (sweep)")
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(bottom=0)
+    _legend_right(ax)
+
+
 def scheme_figure(
     name: str,
     runs: Sequence[Sequence[WindowPoint]],
@@ -63,13 +76,9 @@ def scheme_figure(
         ax_p95.plot(x, p95, color=colour, linewidth=1.2)
         ax_err.plot(x, err * 100.0, color=colour, linewidth=1.2)
     ax_rate.plot([], [], color="#555", linestyle="--", label="offered (schedule)")
-    if lambda_star is not None:
-        ax_rate.axhline(lambda_star, color="#333", linestyle=":", linewidth=1.1, label="λ* (sweep)")
-    ax_rate.set_ylabel("requests / s")
-    ax_rate.set_ylim(bottom=0)
-    ax_rate.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    _rate_axes(ax_rate, "requests / s", lambda_star)
     _slo_axes(ax_p95, slo_ms)
-    ax_p95.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    _legend_right(ax_p95)
     ax_err.set_ylabel("errors (%)")
     ax_err.set_ylim(bottom=0)
     ax_err.set_xlabel("seconds since the run's first sample (10 s sliding window, 2 s step)")
@@ -94,11 +103,7 @@ def overview_figure(
         _, p95 = _xy(points, "p95_ms")
         ax_ok.plot(x, ok, color=colour, linewidth=1.3, label=name)
         ax_p95.plot(x, p95, color=colour, linewidth=1.2, label=name)
-    if lambda_star is not None:
-        ax_ok.axhline(lambda_star, color="#333", linestyle=":", linewidth=1.1, label="λ* (sweep)")
-    ax_ok.set_ylabel("successful / s")
-    ax_ok.set_ylim(bottom=0)
-    ax_ok.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    _rate_axes(ax_ok, "successful / s", lambda_star)
     _slo_axes(ax_p95, slo_ms)
     # log scale so seconds-long baselines and ~200 ms LoadGuard runs both read
     ax_p95.set_yscale("log")

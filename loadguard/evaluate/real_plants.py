@@ -1,4 +1,4 @@
-r"""The plant suite on the real stack (issue 17): each plant as the process that serves it.
+r"""The plant suite on the real stack: each plant as the process that serves it.
 
 Plants 1-9 are the simulator's (``loadguard.simulate.plants``) served by
 ``loadguard target`` with the same mechanism, the arguments derived from the plant's
@@ -44,8 +44,8 @@ import dataclasses
 from dataclasses import dataclass
 
 from loadguard.durations import format_duration
-from loadguard.errors import LoadGuardError, UsageError
-from loadguard.simulate.plants import PLANTS, SuitePlant
+from loadguard.errors import LoadGuardError
+from loadguard.simulate.plants import PLANTS, SuitePlant, select_from
 from loadguard.simulate.scenario import Scenario, ShopService
 from loadguard.target.distributions import ServiceDist
 from loadguard.target.model import ENDPOINTS
@@ -188,16 +188,4 @@ REAL_PLANTS: tuple[RealPlant, ...] = (
 
 def select_real(names: tuple[str, ...] | list[str] | None) -> tuple[RealPlant, ...]:
     """Plants by key or number (10: both TeaStore layouts), in suite order; all for none."""
-    if not names:
-        return REAL_PLANTS
-    wanted: set[str] = set()
-    for raw in names:
-        for name in (n.strip() for n in raw.split(",")):
-            if not name:
-                continue
-            match = [p.key for p in REAL_PLANTS if name in (p.key, str(p.number))]
-            if not match:
-                known = ", ".join(f"{p.number}={p.key}" for p in REAL_PLANTS)
-                raise UsageError(f"--plants: unknown plant {name!r} (known: {known})")
-            wanted.update(match)
-    return tuple(p for p in REAL_PLANTS if p.key in wanted)
+    return select_from(REAL_PLANTS, names)

@@ -1,4 +1,4 @@
-r"""The plant suite on real JMeter (issue 17): each plant served by its real process.
+r"""The plant suite on real JMeter: each plant served by its real process.
 
 For each plant (``loadguard.evaluate.real_plants``):
 

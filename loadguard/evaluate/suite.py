@@ -1,4 +1,4 @@
-r"""The plant suite (issue 17): every plant × policy in the simulator, against the oracle.
+r"""The plant suite: every plant × policy in the simulator, against the oracle.
 
 For each plant (``loadguard.simulate.plants``):
 

@@ -1,4 +1,4 @@
-r"""The goal figures of one run on a suite plant (issue 17), pure.
+r"""The goal figures of one run on a suite plant, pure.
 
 Inputs: every sample (send time, end time, success), the commanded rate at each tick,
 the plant's λ*(t) (a step function, 0 in an outage), its p95 SLO d, window W = 10 s.
@@ -32,6 +32,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from loadguard.simulate.steps import step_value
+
 F64 = npt.NDArray[np.float64]
 BOOL = npt.NDArray[np.bool_]
 
@@ -43,7 +45,7 @@ WINDOW_S = 10.0
 COLLAPSE_ERRORS = 0.10
 COLLAPSE_P95 = 5.0
 
-#: The goal of issue 17.
+#: The plant suite's goal (docs/controller.md, "The plant suite").
 GOAL_VIOLATIONS = 0.05
 GOAL_ERRORS = 0.005
 GOAL_EFFICIENCY = 0.90
@@ -60,11 +62,7 @@ class Capacity:
     steps: tuple[tuple[float, float], ...]
 
     def at(self, t_s: float) -> float:
-        lam = self.steps[0][1]
-        for at, value in self.steps:
-            if at <= t_s:
-                lam = value
-        return lam
+        return step_value(self.steps, t_s)
 
     def integral(self, spans: Sequence[tuple[float, float]]) -> float:
         """:math:`\\int λ^*(t)\\,dt` over disjoint spans."""

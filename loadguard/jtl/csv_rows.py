@@ -397,18 +397,7 @@ class CsvChunkParser:
                 continue
             bad.add(record, reason, rec)
             record += 1
-        if not good:
-            return RawRows.empty()
-        cols = list(zip(*good, strict=True))
-        return RawRows.build(
-            cols[0],
-            cols[1],
-            cols[2],
-            cols[3],
-            cols[4],
-            cols[5],
-            cols[6],
-        )
+        return RawRows.from_records(good)
 
     def parse(self, chunk: bytes, first_record: int, bad: BadRowLog) -> RawRows:
         """Rows of ``chunk`` (complete records only); bad records go to ``bad``.

@@ -323,7 +323,6 @@ class JtlFollower:
 
     def poll(self) -> SampleBatch:
         """Counted rows completed since the last poll (empty when nothing new)."""
-        parts: list[RawRows] = []
         if self._fd is None and not self._open():
             return SampleBatch.empty()
         assert self._fd is not None
@@ -333,14 +332,7 @@ class JtlFollower:
             st_path = None
         if st_path is not None and (st_path.st_dev, st_path.st_ino) != self._ino:
             # Replaced: finish the old file, then start on the new one.
-            while data := self._read(self.read_bytes):
-                parts += self._feed(data)
-                if self._decoder is None and not self._in_hole:
-                    break  # only whitespace, given back: nothing more to read
-            if self._decoder is not None:
-                parts += self._decoder.finish()
-            batch = self._select(parts)
-            parts = []
+            batch = self._select(self._drain())
             self.close()
             self._restart("was replaced")
             self._open()
@@ -352,6 +344,7 @@ class JtlFollower:
         elif self._head and os.pread(self._fd, len(self._head), 0) != self._head:
             self._restart("was rewritten from the start (truncated and refilled)")
             self._pos = 0
+        parts: list[RawRows] = []
         grew = False
         caught_up = False
         remaining = self.read_bytes
@@ -396,13 +389,17 @@ class JtlFollower:
 
     def finish(self) -> SampleBatch:
         """End of input (offline replay): everything left, the held tail included."""
-        parts: list[RawRows] = []
         if self._fd is None and not self._open():
             return SampleBatch.empty()
+        return self._select(self._drain())
+
+    def _drain(self) -> list[RawRows]:
+        """Every row left in the open file, the decoder's held tail included."""
+        parts: list[RawRows] = []
         while data := self._read(self.read_bytes):
             parts += self._feed(data)
             if self._decoder is None and not self._in_hole:
                 break  # only whitespace, given back: nothing more to read
         if self._decoder is not None:
             parts += self._decoder.finish()
-        return self._select(parts)
+        return parts

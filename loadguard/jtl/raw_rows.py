@@ -99,27 +99,27 @@ class RawRows:
             None if subresult is None else np.asarray(subresult, np.bool_),
         )
 
+    @staticmethod
+    def from_records(records: Sequence[Sequence[object]]) -> RawRows:
+        """From per-row tuples in ``build``'s argument order (the readers' parsed rows)."""
+        if not records:
+            return RawRows.empty()
+        return RawRows.build(*zip(*records, strict=True))
+
     def labels(self) -> OBJ:
         out: OBJ = self.label_names[self.label_code]
         return out
 
     def to_batch(self, mask: BOOL | None = None) -> SampleBatch:
-        if mask is None:
-            return SampleBatch(
-                self.start_ms,
-                self.elapsed_ms,
-                self.success,
-                self.label_names[self.label_code],
-                self.thread_names[self.thread_code],
-                self.all_threads,
-            )
+        """The rows (those ``mask`` keeps; all for none) with their names decoded."""
+        rows = slice(None) if mask is None else mask
         return SampleBatch(
-            self.start_ms[mask],
-            self.elapsed_ms[mask],
-            self.success[mask],
-            self.label_names[self.label_code[mask]],
-            self.thread_names[self.thread_code[mask]],
-            self.all_threads[mask],
+            self.start_ms[rows],
+            self.elapsed_ms[rows],
+            self.success[rows],
+            self.label_names[self.label_code[rows]],
+            self.thread_names[self.thread_code[rows]],
+            self.all_threads[rows],
         )
 
     @staticmethod

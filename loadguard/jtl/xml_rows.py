@@ -314,19 +314,7 @@ class XmlStreamDecoder:
             rows = []
             for block in blocks:
                 self._parse_one(block, rows)
-        if not rows:
-            return RawRows.empty()
-        cols = list(zip(*rows, strict=True))
-        return RawRows.build(
-            cols[0],
-            cols[1],
-            cols[2],
-            cols[3],
-            cols[4],
-            cols[5],
-            cols[6],
-            cols[7],
-        )
+        return RawRows.from_records(rows)
 
     def feed(self, data: bytes) -> list[RawRows]:
         if data:

@@ -69,7 +69,7 @@ POLICIES: dict[str, Callable[..., Policy]] = {
 }
 
 #: The policy every entry point uses unless told otherwise (docs/controller.md, "The plant
-#: suite": it meets issue 17's goal on more suite runs than the others).
+#: suite": it meets the suite's goal on more suite runs than the others).
 DEFAULT_POLICY = "knee"
 
 #: Default actuation lag until the sidecar passes the Elastic Timer's measured one.

@@ -1,9 +1,10 @@
 r"""Guard rails: decorators that wrap any ``Policy`` and keep its decisions sane.
 
-Each guard is itself a ``Policy`` (same protocol, same ``name``), so they compose; the
-order ``build_policy`` uses, outermost first, is
+Each guard is a ``Guard``: itself a ``Policy`` that holds the ``inner`` policy it wraps and
+answers under its ``name``, so they compose; the order ``build_policy`` uses, outermost
+first, is
 
-    Exposure > Bounds > AutoStop > Stale > NoDataHold > Settling > GeneratorLimited
+    Exposure > Bounds > AutoStop > StaleHold > NoDataHold > Settling > GeneratorLimited
              > StepLimit > policy
 
 Guards see the rate actually in force (the ``rate`` argument), never a policy's wish, so an
@@ -52,6 +53,7 @@ requests waited inside the generator.
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -62,10 +64,25 @@ from loadguard.rate import RateChange
 
 
 @dataclass
-class Bounds:
-    """Clamp every rate into ``[min_rate, max_rate]`` (reasons ``clamp_min``/``clamp_max``)."""
+class Guard(ABC):
+    """A guard rail: a ``Policy`` that wraps ``inner``, answers under its name and adds one
+    concern to its decisions (the decorator pattern of Netflix concurrency-limits, whose
+    limiters wrap a delegate limiter the same way)."""
 
     inner: Policy
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @abstractmethod
+    def decide(self, obs: Observation, rate: float) -> Decision: ...
+
+
+@dataclass
+class Bounds(Guard):
+    """Clamp every rate into ``[min_rate, max_rate]`` (reasons ``clamp_min``/``clamp_max``)."""
+
     min_rate: float
     max_rate: float
 
@@ -74,10 +91,6 @@ class Bounds:
             raise PolicyError(
                 f"need 0 < min_rate <= max_rate, got {self.min_rate}, {self.max_rate}"
             )
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
 
     def decide(self, obs: Observation, rate: float) -> Decision:
         d = self.inner.decide(obs, rate)
@@ -89,20 +102,15 @@ class Bounds:
 
 
 @dataclass
-class StepLimit:
+class StepLimit(Guard):
     """Limit one tick's change to ``[max_down, max_up]`` times the rate (``clamp_step``)."""
 
-    inner: Policy
     max_up: float = 2.0
     max_down: float = 0.5
 
     def __post_init__(self) -> None:
         if self.max_up < 1 or not 0 < self.max_down <= 1:
             raise PolicyError("need max_step_up >= 1 and 0 < max_step_down <= 1")
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
 
     def decide(self, obs: Observation, rate: float) -> Decision:
         d = self.inner.decide(obs, rate)
@@ -114,14 +122,8 @@ class StepLimit:
 
 
 @dataclass
-class NoDataHold:
+class NoDataHold(Guard):
     """Too few samples in the window: HOLD (reason ``no_data``); the policy is not asked."""
-
-    inner: Policy
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
 
     def decide(self, obs: Observation, rate: float) -> Decision:
         if obs.zone is Zone.NO_DATA:
@@ -130,10 +132,9 @@ class NoDataHold:
 
 
 @dataclass
-class Settling:
+class Settling(Guard):
     """HOLD until a full window holds only samples sent at the rate in force."""
 
-    inner: Policy
     settle_ms: int
     backlog_max_ms: int = 10_000
     drain_tolerance: float = 0.1
@@ -147,10 +148,6 @@ class Settling:
     def __post_init__(self) -> None:
         if self.settle_ms < 0 or self.backlog_max_ms < 0:
             raise PolicyError(f"settle_ms must be >= 0, got {self.settle_ms}")
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
 
     def decide(self, obs: Observation, rate: float) -> Decision:
         change = obs.rate_change
@@ -197,7 +194,7 @@ class Settling:
 
 
 @dataclass
-class StaleHold:
+class StaleHold(Guard):
     """No new sample for ``stale_ms``: HOLD (``stale``); for ``floor_after_ms`` more: go to
     ``floor_rate`` (``stale``, a DECREASE) and stay there while stale.
 
@@ -206,16 +203,11 @@ class StaleHold:
     loaded 2-core host, and cutting the rate before the test has begun helps no one. A test
     that never produces a sample (target frozen from the start) is still floored."""
 
-    inner: Policy
     stale_ms: int
     floor_after_ms: int
     floor_rate: float
     startup_grace_ms: int = 30_000
     _first_now: int | None = field(default=None, init=False)
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
 
     def decide(self, obs: Observation, rate: float) -> Decision:
         if self._first_now is None:
@@ -232,17 +224,12 @@ class StaleHold:
 
 
 @dataclass
-class GeneratorLimited:
+class GeneratorLimited(Guard):
     """Do not raise a rate the generator is not delivering (reason ``generator_limited``)."""
 
-    inner: Policy
     ratio: float = 0.8
     headroom: float = 1.2
     _first_ms: int | None = field(default=None, init=False)
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
 
     def decide(self, obs: Observation, rate: float) -> Decision:
         d = self.inner.decide(obs, rate)
@@ -266,7 +253,7 @@ class GeneratorLimited:
 
 
 @dataclass
-class AutoStop:
+class AutoStop(Guard):
     """STOP after BREACH has lasted ``windows`` full windows (like the AutoStop plugin).
 
     A window too thin to judge (NO_DATA: fewer than ``min_samples``, as at the floor rate
@@ -275,15 +262,10 @@ class AutoStop:
     samples meet the SLO. An empty window (nothing completes: a hung target) does not end
     it either. Without ``sparse_zone`` NO_DATA ends the breach, as SAFE does."""
 
-    inner: Policy
     windows: int
     window_ms: int
     sparse_zone: Callable[[Observation], Zone] | None = None
     _since: int | None = field(default=None, init=False)
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
 
     def _breach_goes_on(self, obs: Observation) -> bool:
         if obs.zone is Zone.BREACH:
@@ -309,15 +291,10 @@ class AutoStop:
 
 
 @dataclass
-class Exposure:
+class Exposure(Guard):
     """Copy offered vs achieved into every decision; flag a DECREASE that hides queueing."""
 
-    inner: Policy
     shortfall_flag: float = 0.1
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
 
     def decide(self, obs: Observation, rate: float) -> Decision:
         d = self.inner.decide(obs, rate)

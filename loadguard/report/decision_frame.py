@@ -1,8 +1,9 @@
 """Reading a decision log (docs/decision-log.md) into a typed table for plotting.
 
-The header must hold every column of ``loadguard.decisions.COLUMNS`` (extra columns are
-allowed, for logs written by a newer LoadGuard). Rows are kept in file order. A last row
-cut short by a crash (no ``epoch_ms``) is dropped, as the writer itself would on resume.
+The header must hold every column of ``loadguard.decision_columns``, which also says
+which are numbers (extra columns are allowed, for logs written by a newer LoadGuard).
+Rows are kept in file order. A last row cut short by a crash (no ``epoch_ms``) is
+dropped, as the writer itself would on resume.
 """
 
 from __future__ import annotations
@@ -12,32 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from loadguard.decisions import COLUMNS
+from loadguard.decision_columns import COLUMNS, NUMERIC
 from loadguard.errors import ReportError
-
-NUMERIC: tuple[str, ...] = (
-    "epoch_ms",
-    "tick",
-    "old_rate",
-    "new_rate",
-    "samples",
-    "rps",
-    "ok_rps",
-    "error_rate",
-    "mean_ms",
-    "p50_ms",
-    "p90_ms",
-    "p95_ms",
-    "p99_ms",
-    "max_ms",
-    "offered_rps",
-    "staleness_ms",
-    "slo_p95_ms",
-    "slo_p99_ms",
-    "slo_mean_ms",
-    "slo_error_rate",
-)
-TEXT: tuple[str, ...] = tuple(c for c in COLUMNS if c not in NUMERIC)
 
 
 def read_header(path: Path) -> list[str]:

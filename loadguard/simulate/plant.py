@@ -36,6 +36,7 @@ import numpy.typing as npt
 from loadguard.jtl.sample import SampleBatch
 from loadguard.simulate.fcfs import FcfsQueue
 from loadguard.simulate.scenario import Scenario
+from loadguard.simulate.steps import step_value
 
 F64 = npt.NDArray[np.float64]
 BOOL = npt.NDArray[np.bool_]
@@ -75,11 +76,7 @@ class Plant:
         self._schedule.append((now_s + self.scenario.lag_s, rate))
 
     def rate_at(self, t_s: float) -> float:
-        rate = self._schedule[0][1]
-        for at, r in self._schedule:
-            if at <= t_s:
-                rate = r
-        return rate
+        return step_value(self._schedule, t_s)
 
     def _arrivals(self, a: float, b: float) -> F64:
         # Split [a, b) at every rate change that falls inside it.

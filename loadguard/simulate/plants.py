@@ -1,4 +1,4 @@
-r"""The controller's plant suite (issue 17): nine simulated targets, each with its SLO.
+r"""The controller's plant suite: nine simulated targets, each with its SLO.
 
 Every plant starts the generator at 5 req/s, uses a 2 s actuation lag, Poisson arrivals
 and a 1 s tick; the SLO is the plant's p95 plus 1 % errors (``SloSpec`` defaults
@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 from loadguard.errors import UsageError
 from loadguard.simulate.fcfs import Metastable
@@ -178,16 +179,38 @@ BY_KEY = {p.key: p for p in PLANTS}
 
 def select(names: list[str] | tuple[str, ...] | None) -> tuple[SuitePlant, ...]:
     """Plants by key or number (comma-separated allowed), in suite order; all for none."""
+    return select_from(PLANTS, names)
+
+
+class Numbered(Protocol):
+    """A plant as ``--plants`` names it: by its key or its number."""
+
+    @property
+    def number(self) -> int: ...
+
+    @property
+    def key(self) -> str: ...
+
+
+_Plant = TypeVar("_Plant", bound=Numbered)
+
+
+def select_from(
+    plants: tuple[_Plant, ...], names: list[str] | tuple[str, ...] | None
+) -> tuple[_Plant, ...]:
+    """The ``plants`` named by key or number (comma-separated allowed), in their order;
+    all for none. A number may name several (plants sharing it); an unknown name is a
+    ``UsageError``."""
     if not names:
-        return PLANTS
+        return plants
     wanted: set[str] = set()
     for raw in names:
         for name in (n.strip() for n in raw.split(",")):
             if not name:
                 continue
-            match = [p.key for p in PLANTS if name in (p.key, str(p.number))]
+            match = [p.key for p in plants if name in (p.key, str(p.number))]
             if not match:
-                known = ", ".join(f"{p.number}={p.key}" for p in PLANTS)
+                known = ", ".join(f"{p.number}={p.key}" for p in plants)
                 raise UsageError(f"--plants: unknown plant {name!r} (known: {known})")
             wanted.update(match)
-    return tuple(p for p in PLANTS if p.key in wanted)
+    return tuple(p for p in plants if p.key in wanted)

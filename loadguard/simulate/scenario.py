@@ -97,16 +97,7 @@ class ShopService:
         return self.model.mean_service_s
 
     def sample(self, rng: np.random.Generator, n: int) -> F64:
-        model = self.model
-        weights = model.mix_weights()
-        names = list(weights)
-        probs = np.array([weights[k] for k in names])
-        which = rng.choice(len(names), size=n, p=probs / probs.sum())
-        out = np.empty(n, np.float64)
-        for i, name in enumerate(names):
-            mask = which == i
-            out[mask] = model.service[name].sample(rng, int(mask.sum()))
-        return out
+        return self.model.sample_service(rng, n)
 
 
 @dataclass(frozen=True)

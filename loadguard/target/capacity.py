@@ -118,14 +118,7 @@ class _Draws:
         if n < 1000:
             raise SimulationError("simulate at least 1000 requests")
         rng = np.random.default_rng(seed)
-        weights = model.mix_weights()
-        names = list(weights)
-        probs = np.array([weights[name] for name in names])
-        which = rng.choice(len(names), size=n, p=probs / probs.sum())
-        service = np.empty(n, np.float64)
-        for i, name in enumerate(names):
-            mask = which == i
-            service[mask] = model.service[name].sample(rng, int(mask.sum()))
+        service = model.sample_service(rng, n)
         return cls(rng.exponential(1.0, n), service, n // 10)
 
     def quantile(self, rate_rps: float, servers: int, queue: int, q: float) -> float:

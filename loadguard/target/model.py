@@ -30,12 +30,16 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
+import numpy as np
+import numpy.typing as npt
+
 from loadguard.errors import UsageError
 from loadguard.simulate.fcfs import Metastable
 from loadguard.simulate.features import Outage, Warmup
 from loadguard.target.distributions import ServiceDist
 
 ModelKind = Literal["mmc", "shop"]
+F64 = npt.NDArray[np.float64]
 
 # Endpoints of the shop, named after TeaStore's web UI servlets.
 ENDPOINTS: tuple[str, ...] = (
@@ -117,6 +121,19 @@ class TargetModel:
         """The request mix normalised to fractions that sum to 1."""
         total = float(sum(self.mix.values()))
         return {name: w / total for name, w in self.mix.items() if w > 0}
+
+    def sample_service(self, rng: np.random.Generator, n: int) -> F64:
+        """``n`` service times (seconds) of requests drawn from the mix: each request's
+        endpoint first (one ``rng.choice``), then every endpoint's draws in mix order."""
+        weights = self.mix_weights()
+        names = list(weights)
+        probs = np.array([weights[name] for name in names])
+        which = rng.choice(len(names), size=n, p=probs / probs.sum())
+        out = np.empty(n, np.float64)
+        for i, name in enumerate(names):
+            mask = which == i
+            out[mask] = self.service[name].sample(rng, int(mask.sum()))
+        return out
 
     @property
     def mean_service_s(self) -> float:

@@ -23,14 +23,17 @@ import re
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TypeVar
 
 from loadguard.errors import EngineError
 
 READY_PREFIX = "loadguard target ready:"
 _PAIR = re.compile(r"(\w+)=(\S+)")
+_Ready = TypeVar("_Ready")
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,14 +107,19 @@ class TargetProcess:
 
     def stop(self, timeout_s: float = 5.0) -> int:
         """SIGTERM, wait, then SIGKILL; returns the exit code."""
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
+        return stop_server(self.proc, timeout_s)
+
+
+def stop_server(proc: subprocess.Popen[str], timeout_s: float) -> int:
+    """SIGTERM a server child, wait up to ``timeout_s``, then SIGKILL; its exit code."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return proc.returncode
 
 
 def start_server_command(
@@ -153,7 +161,14 @@ def spawn_target(
     proc, lines, output = start_server_command("target", options, python)
     target: TargetProcess | None = None
     try:
-        ready = _wait_ready(lines, startup_timeout_s, output)
+        ready = wait_ready_line(
+            lines,
+            output,
+            startup_timeout_s,
+            parse_ready_line,
+            not_ready="the demo target printed no ready line",
+            exited="the demo target exited before listening",
+        )
         target = TargetProcess(proc, ready, output)
         yield target
     finally:
@@ -164,21 +179,29 @@ def spawn_target(
             proc.wait()
 
 
-def _wait_ready(lines: queue.Queue[str | None], timeout_s: float, output: list[str]) -> TargetReady:
-    import time
-
+def wait_ready_line(
+    lines: queue.Queue[str | None],
+    output: list[str],
+    timeout_s: float,
+    parse: Callable[[str], _Ready | None],
+    *,
+    not_ready: str,
+    exited: str,
+) -> _Ready:
+    """The first output line ``parse`` accepts (stripped). ``EngineError`` "<not_ready> in
+    <timeout>s" when none comes in time, "<exited>: <last lines>" when the child exits."""
     deadline = time.monotonic() + timeout_s
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            raise EngineError(f"the demo target printed no ready line in {timeout_s:g}s")
+            raise EngineError(f"{not_ready} in {timeout_s:g}s")
         try:
             line = lines.get(timeout=remaining)
         except queue.Empty:
             continue
         if line is None:
             tail = " | ".join(output[-3:])
-            raise EngineError(f"the demo target exited before listening: {tail}")
-        ready = parse_ready_line(line.strip())
+            raise EngineError(f"{exited}: {tail}")
+        ready = parse(line.strip())
         if ready is not None:
             return ready

@@ -13,17 +13,14 @@ started) and SIGKILL only if it has not exited after ``stop_timeout_s``.
 
 from __future__ import annotations
 
-import queue
 import re
 import subprocess
 import sys
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from loadguard.errors import EngineError
-from loadguard.target.process import start_server_command
+from loadguard.target.process import start_server_command, stop_server, wait_ready_line
 
 READY = re.compile(r"^loadguard teastore ready: url=(\S+) port=(\d+)$")
 
@@ -51,26 +48,14 @@ def spawn_teastore(
 ) -> Iterator[TeaStoreProcess]:
     proc, lines, output = start_server_command("teastore", options, python)
     try:
-        deadline = time.monotonic() + startup_timeout_s
-        ready = None
-        while ready is None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise EngineError(f"loadguard teastore was not ready in {startup_timeout_s:g}s")
-            try:
-                line = lines.get(timeout=left)
-            except queue.Empty:
-                continue
-            if line is None:
-                tail = " | ".join(output[-3:])
-                raise EngineError(f"loadguard teastore exited before it was ready: {tail}")
-            ready = parse_ready(line)
-        yield TeaStoreProcess(proc, ready[0], ready[1], output)
+        url, port = wait_ready_line(
+            lines,
+            output,
+            startup_timeout_s,
+            parse_ready,
+            not_ready="loadguard teastore was not ready",
+            exited="loadguard teastore exited before it was ready",
+        )
+        yield TeaStoreProcess(proc, url, port, output)
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(stop_timeout_s)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_server(proc, stop_timeout_s)

@@ -16,6 +16,7 @@ from loadguard.policies.guards import (
     Bounds,
     Exposure,
     GeneratorLimited,
+    Guard,
     NoDataHold,
     Settling,
     StaleHold,
@@ -305,3 +306,23 @@ def test_breach_and_no_data_never_increase(
         if zone in (Zone.BREACH, Zone.NO_DATA):
             assert d.new_rate <= d.old_rate
             assert d.action is not Action.INCREASE
+
+
+def test_every_guard_shares_the_guard_base() -> None:
+    """``build_policy`` wraps the policy in ``Guard``s only; each holds ``inner`` and
+    answers under the innermost policy's name."""
+    spec = SloSpec.from_mapping({"p95": "250ms"})
+    guarded = build_policy("gradient", spec, auto_stop=3)
+    layers = []
+    policy = guarded
+    while isinstance(policy, Guard):
+        assert policy.name == "gradient"
+        layers.append(type(policy).__name__)
+        policy = policy.inner
+    assert policy.name == "gradient" and not isinstance(policy, Guard)
+    assert layers == [
+        "Exposure", "Bounds", "AutoStop", "StaleHold", "NoDataHold", "Settling",
+        "GeneratorLimited", "StepLimit",
+    ]  # fmt: skip
+    with pytest.raises(TypeError):
+        Guard(policy)  # type: ignore[abstract]
