@@ -41,6 +41,7 @@ import numpy.typing as npt
 from loadguard.decisions import DecisionRow
 from loadguard.errors import DecisionLogError
 from loadguard.jtl.sample import SampleBatch
+from loadguard.stop_reason import StopReason
 
 BINS = 1 << 16
 
@@ -154,10 +155,11 @@ class Summary:
     ok_rps: float | None
     slo: Mapping[str, float | None]
     slo_verdicts: Mapping[str, str]
-    stop_reason: str
+    stop_reason: StopReason
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
+        data["stop_reason"] = str(self.stop_reason)  # the plain string users' files hold
         return data
 
 
@@ -255,7 +257,7 @@ class SummaryBuilder:
                 commanded_rps=tuple(r.offered_rps for r in self._span),
             )
 
-    def build(self, run: RunAccumulator, stop_reason: str) -> Summary:
+    def build(self, run: RunAccumulator, stop_reason: StopReason) -> Summary:
         max_rate = self.best.rate_rps if self.best else None
         if self.evaluated == 0:
             verdict = "NO_DATA"
