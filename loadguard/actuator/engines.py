@@ -96,12 +96,28 @@ class PushResult:
 
 
 class Actuator(Protocol):
+    """What the loop pushes through (and ``sidecar.drive`` winds down): the one path by
+    which a rate reaches the engines."""
+
     def push(self, rate_rps: float) -> PushResult:
         """Set the total rate; never raises, bounded by the actuator's timeout."""
         ...
 
     def read_rate(self) -> float | None:
         """Total rate (req/s) currently set; ``None`` if unset or unreachable."""
+        ...
+
+    def membership_changed(self) -> bool:
+        """Did the engines that carry the rate change since the last push (an engine
+        lost or back)? Then the loop pushes the rate in force again."""
+        ...
+
+    def summary_json(self) -> dict[str, object]:
+        """What this actuator adds to summary.json (``{}``: nothing)."""
+        ...
+
+    def close(self) -> None:
+        """Release its threads and sockets; idempotent."""
         ...
 
 
@@ -168,6 +184,13 @@ class EngineSet:
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def membership_changed(self) -> bool:
+        """A fixed set of engines: never (``FleetActuator`` tracks losses)."""
+        return False
+
+    def summary_json(self) -> dict[str, object]:
+        return {}
 
     def __enter__(self) -> EngineSet:
         return self
@@ -298,3 +321,12 @@ class DryRunActuator:
 
     def read_rate(self) -> float | None:
         return self.history[-1] if self.history else None
+
+    def membership_changed(self) -> bool:
+        return False
+
+    def summary_json(self) -> dict[str, object]:
+        return {}
+
+    def close(self) -> None:
+        pass

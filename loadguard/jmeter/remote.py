@@ -103,15 +103,6 @@ def sample_sender_properties(mode: str) -> dict[str, str]:
     return props
 
 
-def thread_owner(thread_name: str, prefixes: Sequence[str]) -> int | None:
-    """Index of the longest prefix ``thread_name`` starts with (``None``: none)."""
-    best: int | None = None
-    for i, p in enumerate(prefixes):
-        if thread_name.startswith(p) and (best is None or len(p) > len(prefixes[best])):
-            best = i
-    return best
-
-
 @dataclass(frozen=True)
 class ControllerSpec:
     plan: Path
