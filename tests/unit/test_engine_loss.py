@@ -469,7 +469,9 @@ def tick_at(loop: ControlLoop, clock: Clock, t: int, threads: tuple[str, ...]) -
 def test_engine_loss_is_pushed_by_the_loop(tmp_path: Path) -> None:
     clock = Clock()
     loop, fleet, state = fleet_loop(tmp_path, clock)
-    results = [tick_at(loop, clock, t, BOTH if t < 2000 else BOTH[:1]) for t in range(1000, 8000, 1000)]
+    results = [
+        tick_at(loop, clock, t, BOTH if t < 2000 else BOTH[:1]) for t in range(1000, 8000, 1000)
+    ]
     assert fleet.health.state(B.name) is EngineState.LOST
     pushed = [r for r in results if r.push.acks]
     assert len(pushed) == 1  # the rate held: the loss is the only push
