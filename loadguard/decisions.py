@@ -24,42 +24,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 
+from loadguard.decision_columns import COLUMNS
 from loadguard.errors import DecisionLogError, OutputPathError
 
 log = logging.getLogger(__name__)
-
-#: The decision-log columns, in order (public contract).
-COLUMNS: tuple[str, ...] = (
-    "iso_time",
-    "epoch_ms",
-    "tick",
-    "action",
-    "zone",
-    "reason",
-    "old_rate",
-    "new_rate",
-    "applied",
-    "engine_ack",
-    "samples",
-    "rps",
-    "ok_rps",
-    "error_rate",
-    "mean_ms",
-    "p50_ms",
-    "p90_ms",
-    "p95_ms",
-    "p99_ms",
-    "max_ms",
-    "offered_rps",
-    "staleness_ms",
-    "slo_p95_ms",
-    "slo_p99_ms",
-    "slo_mean_ms",
-    "slo_error_rate",
-    "breaches",
-    "breached_labels",
-    "detail",
-)
 
 HEADER = ",".join(COLUMNS) + "\n"
 

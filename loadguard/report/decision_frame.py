@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from loadguard.decisions import COLUMNS
+from loadguard.decision_columns import COLUMNS
 from loadguard.errors import ReportError
 
 NUMERIC: tuple[str, ...] = (
