@@ -27,7 +27,12 @@ from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from loadguard.actuator.bsh import BeanShellClient, check_property_name
+from loadguard.actuator.bsh import (
+    BeanShellClient,
+    PropertyValueError,
+    check_property_name,
+    property_number,
+)
 from loadguard.actuator.elastic_timer import MIN_RATE_RPS, RATE_PROPERTY, TPM_PER_RPS
 from loadguard.errors import LoadGuardError, UsageError
 
@@ -231,14 +236,7 @@ class EngineSet:
         return client.set_property(self.property_name, tpm)
 
     def _read_one(self, client: BeanShellClient) -> float:
-        value = client.get_property(self.property_name)
-        if value is None:
-            raise _Unset(f"{self.property_name} is unset")
-        try:
-            tpm = float(value)
-        except ValueError:
-            raise _Unset(f"{self.property_name}={value[:40]!r} is not a number") from None
-        return tpm
+        return property_number(self.property_name, client.get_property(self.property_name))
 
     def _fan_out(
         self, jobs: Sequence[tuple[Engine, Callable[[BeanShellClient], float]]]
@@ -284,7 +282,7 @@ class EngineSet:
         exc = future.exception()
         if exc is None:
             return EngineAck(engine.name, True, future.result() / TPM_PER_RPS, None, elapsed_ms)
-        if isinstance(exc, _Unset):
+        if isinstance(exc, PropertyValueError):  # it answered: unset or not a number
             return EngineAck(engine.name, True, None, str(exc), elapsed_ms)
         message = exc.message if isinstance(exc, LoadGuardError) else f"{type(exc).__name__}: {exc}"
         return EngineAck(engine.name, False, None, message, elapsed_ms)
@@ -298,10 +296,6 @@ class EngineSet:
         health.failures += 1
         wait = min(self.backoff_s * 2 ** (health.failures - 1), self.max_backoff_s)
         health.retry_at = self._clock() + wait
-
-
-class _Unset(Exception):
-    """The engine answered, but the rate property is unset or not a number."""
 
 
 class DryRunActuator:
