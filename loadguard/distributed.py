@@ -22,13 +22,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from loadguard.actuator.elastic_timer import threads_needed
-from loadguard.actuator.fleet import FleetActuator, FleetSource
+from loadguard.actuator.fleet import FleetSource
 from loadguard.errors import EngineError, UsageError
 from loadguard.jmeter.launch import free_udp_port
 from loadguard.jmeter.remote import ControllerProcess, ControllerSpec
 from loadguard.jtl.follow import JtlFollower
 from loadguard.loop import LoopOutcome
-from loadguard.sidecar import RunPlan, SidecarConfig, Started, run_plan
+from loadguard.sidecar import RunPlan, SidecarConfig, Started, fleet_actuator, run_plan
 
 log = logging.getLogger(__name__)
 
@@ -82,12 +82,7 @@ class RemoteController:
     def start(
         self, run: RunPlan, cfg: SidecarConfig, plan_path: Path, stop: threading.Event
     ) -> Iterator[Started]:
-        fleet = FleetActuator(
-            cfg.engines,
-            prefixes=[r.thread_prefix for r in cfg.remotes],
-            engine_max_rps=cfg.engine_max_rate,
-            timeout_s=cfg.push_timeout_s,
-        )
+        fleet = fleet_actuator(cfg)
         try:
             first = fleet.push(cfg.initial_rate)
             if not first.applied:

@@ -182,7 +182,8 @@ class ControlLoop:
         self.stop_event = threading.Event()
         self.stop_reason: StopReason | None = None
         # The rate in force: unconfirmed until the engines acknowledge it (and again after
-        # a failed push); it is then pushed every tick, even a HOLD, until confirmed.
+        # a failed push or a change of the engines carrying it); it is then pushed every
+        # tick, even a HOLD, until confirmed.
         self.rate = RateInForce()
         # Monotonic ms (``clock.mono_ms``): when the loop started / last read new rows.
         self.started_ms = 0

@@ -250,20 +250,24 @@ def _wind_down(loop: ControlLoop, source: SampleSource, on_end: Callable[[], Non
         log.exception("reading the last samples failed")
 
 
+def fleet_actuator(cfg: SidecarConfig) -> FleetActuator:
+    """The actuator of a distributed test: ``cfg.engines`` (BeanShell ports) tracked by
+    their ``cfg.remotes`` thread prefixes."""
+    return FleetActuator(
+        cfg.engines,
+        prefixes=[r.thread_prefix for r in cfg.remotes],
+        engine_max_rps=cfg.engine_max_rate,
+        timeout_s=cfg.push_timeout_s,
+    )
+
+
 def attach(cfg: SidecarConfig) -> LoopOutcome:
     """Run beside a JMeter that is already running (or about to start)."""
     preflight(cfg.paths)
     options = {**cfg.follower_options, **({"thread_names": True} if cfg.remotes else {})}
     follower = JtlFollower(cfg.paths.jtl, **options)  # type: ignore[arg-type]
-    probe: EngineProbe | None = EngineGoneProbe(cfg.engines, follower) if not cfg.dry_run else None
-    fleet = None
-    if cfg.remotes and not cfg.dry_run:
-        fleet = FleetActuator(
-            cfg.engines,
-            prefixes=[r.thread_prefix for r in cfg.remotes],
-            engine_max_rps=cfg.engine_max_rate,
-            timeout_s=cfg.push_timeout_s,
-        )
+    probe: EngineProbe | None = EngineGoneProbe(cfg.engines) if not cfg.dry_run else None
+    fleet = fleet_actuator(cfg) if cfg.remotes and not cfg.dry_run else None
     # The source warns when the JTL lags the wall clock and feeds the fleet's loss rules.
     source = FleetSource(follower, fleet)
     if cfg.remotes:
@@ -284,7 +288,7 @@ class EngineGoneProbe:
     The loop ends once the JTL has also been idle for ``idle_exit_ms``.
     """
 
-    def __init__(self, engines: Sequence[Engine], follower: object) -> None:
+    def __init__(self, engines: Sequence[Engine]) -> None:
         self.engines = engines
 
     def check(self) -> StopReason | None:

@@ -1,5 +1,8 @@
 """Starting and stopping a non-GUI JMeter for ``loadguard run`` (an adapter).
 
+``jmeter_args`` is the one command line of a controlled run; ``build_args`` (a local
+JMeter) and ``remote.controller_args`` (a distributed controller) fill in what differs.
+
 JMeter runs in the directory the user typed the command in, exactly as
 ``jmeter -n -t plan.jmx`` would: JMeter resolves a relative file name (CSV Data Set,
 ``__FileToString``, includes) against its working directory first and the plan's
