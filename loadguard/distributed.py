@@ -7,32 +7,28 @@ of ``--initial-rate`` (an engine in server mode runs its BeanShell server from b
 the rate is in place before the first sample). Then the controller runs with a fresh
 sample sender (``mode=StrippedAsynch`` by default), its JTL feeds the window, the policy
 decides one total, and ``FleetActuator`` shares it over the live engines.
+
+``run_remote`` is ``sidecar.run_plan`` with ``RemoteController`` as its generator: the
+run folder, the staged plan, the signals and the loop are the local run's.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 from loadguard.actuator.elastic_timer import threads_needed
-from loadguard.actuator.fleet import FleetActuator, FleetSource
+from loadguard.actuator.fleet import FleetSource
 from loadguard.errors import EngineError, UsageError
 from loadguard.jmeter.launch import free_udp_port
 from loadguard.jmeter.remote import ControllerProcess, ControllerSpec
 from loadguard.jtl.follow import JtlFollower
 from loadguard.loop import LoopOutcome
-from loadguard.sidecar import (
-    ProcessProbe,
-    RunPlan,
-    SidecarConfig,
-    _hold_signals,
-    claim_run_folder,
-    drive,
-    preflight,
-    staged_plan,
-)
+from loadguard.sidecar import RunPlan, SidecarConfig, Started, fleet_actuator, run_plan
 
 log = logging.getLogger(__name__)
 
@@ -74,68 +70,53 @@ def warn_thin_threads(cfg: SidecarConfig, threads: str | None) -> None:
         )
 
 
+class RemoteController:
+    """``run --remote``: the user's engines get their shares of the initial rate first
+    (nothing starts if one does not answer), then the distributed controller runs."""
+
+    def check(self, run: RunPlan, cfg: SidecarConfig) -> None:
+        check_fleet_config(cfg)
+        warn_thin_threads(cfg, run.properties.get("threads"))
+
+    @contextlib.contextmanager
+    def start(
+        self, run: RunPlan, cfg: SidecarConfig, plan_path: Path, stop: threading.Event
+    ) -> Iterator[Started]:
+        fleet = fleet_actuator(cfg)
+        try:
+            first = fleet.push(cfg.initial_rate)
+            if not first.applied:
+                bad = "; ".join(f"{a.engine}: {a.error}" for a in first.acks if not a.ok)
+                raise EngineError(
+                    f"engine(s) not ready, nothing started: {bad} (start each engine with "
+                    "jmeter-server -Jbeanshell.server.port=P and give --engine HOST:P+1)"
+                )
+            log.info(
+                "initial shares: %s", ", ".join(f"{k}={v:.3f}" for k, v in fleet.shares.items())
+            )
+            paths = cfg.paths
+            spec = ControllerSpec(
+                plan=plan_path.absolute(),
+                jtl=paths.jtl.absolute(),
+                log=(paths.jmeter_log or run.out_dir / "jmeter.log").absolute(),
+                stdout=paths.jmeter_stdout or run.out_dir / "jmeter.out",
+                udp_port=free_udp_port(),
+                remotes=cfg.remotes,
+                properties=dict(run.properties),
+                sample_sender=cfg.sample_sender,
+                extra_args=tuple(run.extra_args),
+            )
+            cfg = replace(cfg, follower_options={**cfg.follower_options, "thread_names": True})
+            follower = JtlFollower(paths.jtl, **cfg.follower_options)  # type: ignore[arg-type]
+            proc = ControllerProcess(run.jmeter, spec)
+            try:
+                yield Started(proc, cfg, follower, FleetSource(follower, fleet), actuator=fleet)
+            finally:
+                proc.stop()  # idempotent; covers an early failure
+        finally:
+            fleet.close()
+
+
 def run_remote(run: RunPlan, cfg: SidecarConfig) -> tuple[LoopOutcome, int]:
     """Start the controller on ``run.plan`` against ``cfg.remotes`` and drive the fleet."""
-    check_fleet_config(cfg)
-    run.out_dir.mkdir(parents=True, exist_ok=True)
-    claim_run_folder(run, cfg.paths)
-    preflight(cfg.paths)
-    warn_thin_threads(cfg, run.properties.get("threads"))
-    with staged_plan(run, cfg) as plan_path:
-        return _run_remote_staged(run, cfg, plan_path)
-
-
-def _run_remote_staged(
-    run: RunPlan, cfg: SidecarConfig, plan_path: Path
-) -> tuple[LoopOutcome, int]:
-    fleet = FleetActuator(
-        cfg.engines,
-        prefixes=[r.thread_prefix for r in cfg.remotes],
-        engine_max_rps=cfg.engine_max_rate,
-        timeout_s=cfg.push_timeout_s,
-    )
-    first = fleet.push(cfg.initial_rate)
-    if not first.applied:
-        fleet.close()
-        bad = "; ".join(f"{a.engine}: {a.error}" for a in first.acks if not a.ok)
-        raise EngineError(
-            f"engine(s) not ready, nothing started: {bad} (start each engine with "
-            "jmeter-server -Jbeanshell.server.port=P and give --engine HOST:P+1)"
-        )
-    log.info("initial shares: %s", ", ".join(f"{k}={v:.3f}" for k, v in fleet.shares.items()))
-    paths = cfg.paths
-    spec = ControllerSpec(
-        plan=plan_path.absolute(),
-        jtl=paths.jtl.absolute(),
-        log=(paths.jmeter_log or run.out_dir / "jmeter.log").absolute(),
-        stdout=paths.jmeter_stdout or run.out_dir / "jmeter.out",
-        udp_port=free_udp_port(),
-        remotes=cfg.remotes,
-        properties=dict(run.properties),
-        sample_sender=cfg.sample_sender,
-        extra_args=tuple(run.extra_args),
-    )
-    options = {**cfg.follower_options, "thread_names": True}
-    follower = JtlFollower(paths.jtl, **options)  # type: ignore[arg-type]
-    cfg = replace(cfg, follower_options=options)
-    early = threading.Event()
-    with _hold_signals(early):
-        proc = ControllerProcess(run.jmeter, spec)
-        codes: list[int] = []
-        try:
-            outcome = drive(
-                cfg,
-                FleetSource(follower, fleet),
-                ProcessProbe(proc),
-                on_end=lambda: codes.append(proc.stop()),
-                stop_requested=early,
-                actuator=fleet,
-            )
-        finally:
-            codes.append(proc.stop())
-            fleet.close()
-    outcome.extra["engine_changes"] = [
-        {"engine": c.engine, "state": str(c.state), "reason": c.reason, "at_ms": c.at_ms}
-        for c in fleet.changes
-    ]
-    return outcome, codes[0]
+    return run_plan(run, cfg, RemoteController())

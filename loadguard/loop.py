@@ -3,23 +3,38 @@
 One tick::
 
     source.poll() -> Window.add -> Window.stats(now) -> SloSpec.evaluate
-        -> Policy.decide (guard rails included) -> Actuator.push -> decision log
+        -> Policy.decide (guard rails included) -> Actuator.push (when needed)
+        -> decision log, summary, console
 
-The live sidecar (``attach``/``run``) drives it with a wall clock, a JTL follower and
-the BeanShell actuator; tests drive it with a fake clock and fakes. The loop never
-raises for a failed push or a bad row: those are logged (``applied=false``,
-``malformed_rows``) and the loop goes on. Only an unwritable decision log stops it,
-because then decisions could no longer be accounted for.
+The sidecar (``sidecar.drive``, for ``attach``, ``run`` and ``run --remote``) drives it
+with a wall clock, a JTL follower and a BeanShell actuator (``EngineSet``, or
+``FleetActuator`` for a distributed test); tests drive it with a fake clock and fakes.
+The actuator is the only way a rate reaches the engines, and only the loop pushes
+through it. The loop never raises for a failed push or a bad row: those are logged
+(``applied=false``, ``malformed_rows``) and the loop goes on. Only an unwritable decision
+log (``DecisionLogError``) ends it with an exception, because then decisions could no
+longer be accounted for; ``drive`` turns that into the stop reason
+``decision_log_failed``.
 
 Rate bookkeeping: the loop owns the one ``loadguard.rate.RateInForce`` (``self.rate``):
 the rate the engines last acknowledged (what JMeter is really running) and its last
 change, stamped with the monotonic ms of the observation whose decision was pushed. The
 policy decides from its value, and every observation carries its change
 (``Observation.rate_change``), from which ``Settling`` and the policies tell a new rate;
-none of them keeps a rate of its own. After a failed push (or an initial push that never
-landed) the rate is unconfirmed and the next decision is pushed even if it leaves the rate
-unchanged, so the rate is re-asserted as soon as the port comes back and every row logged
-meanwhile says ``applied=false``. A failed push is not a change.
+none of them keeps a rate of its own. A decision is pushed only when it changes the rate
+or the rate is unconfirmed: after a failed push (or an initial push that never landed),
+and when the actuator reports that the engines carrying it changed
+(``Actuator.membership_changed``: a fleet engine lost or back). Then the next decision
+is pushed even if it leaves the rate unchanged, so the rate is re-asserted as soon as the
+port comes back (every row logged meanwhile says ``applied=false``) or split over the
+engines now live. Neither a failed push nor a re-assertion is a change.
+
+Ending (``run``): a STOP decision (``auto_stop``), ``--duration`` on the monotonic clock,
+a stop request (a signal), or the engine probe (``EngineProbe.check``): a JMeter that
+exited or failed ends the loop at once, one that merely stopped answering once the JTL
+has also been idle for ``idle_exit_ms``. The reasons are ``loadguard.stop_reason``'s
+``StopReason``; an engine failure exits with code 3, else the verdict decides (0 PASS,
+1 otherwise).
 
 Clocks (``loadguard.clock``): the window's edge and the log's timestamps are wall-clock
 epoch ms, as JMeter's rows are; the tick schedule, ``--duration`` and idle exit run on the
@@ -31,32 +46,23 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Protocol
 
-from loadguard.actuator.engines import Actuator, PushResult
+from loadguard.actuator.engines import Actuator, EngineAck, PushResult
 from loadguard.clock import Clock, Staleness, WallClock
 from loadguard.decisions import DecisionLogWriter, DecisionRow
-from loadguard.jtl.sample import SampleBatch
+from loadguard.jtl.sample import SampleSource
 from loadguard.observation import Action, Observation
 from loadguard.policies.base import Decision, Policy
 from loadguard.rate import RateInForce
 from loadguard.stats import WindowStats
+from loadguard.stop_reason import StopReason
 from loadguard.summary import RunAccumulator, Summary, SummaryBuilder
 from loadguard.window import Window
 
 log = logging.getLogger(__name__)
-
-
-class SampleSource(Protocol):
-    def poll(self) -> SampleBatch: ...
-
-    @property
-    def malformed_rows(self) -> int: ...
-
-    @property
-    def illegal_xml_chars(self) -> int: ...
 
 
 class Evaluator(Protocol):
@@ -66,9 +72,9 @@ class Evaluator(Protocol):
 
 
 class EngineProbe(Protocol):
-    """Is the load generator still there? ``None``: running; else a stop reason."""
+    """Is the load generator still there? ``None``: running; else why it is gone."""
 
-    def check(self) -> str | None: ...
+    def check(self) -> StopReason | None: ...
 
 
 @dataclass(frozen=True)
@@ -90,14 +96,19 @@ class TickResult:
 @dataclass
 class LoopOutcome:
     summary: Summary
-    stop_reason: str
+    stop_reason: StopReason
     exit_code: int
     ticks: int = 0
-    extra: dict[str, object] = field(default_factory=dict)
 
 
-#: Stop reasons that mean the generator failed rather than finished (exit code 3).
-ENGINE_FAILURES = frozenset({"engine_lost", "jmeter_failed"})
+def format_acks(acks: Sequence[EngineAck]) -> str:
+    """The decision log's ``engine_ack``: ``engine=rate`` per engine, ``;``-separated, with
+    ``!error`` (80 characters at most) after an engine that did not acknowledge."""
+    return ";".join(
+        f"{a.engine}={'' if a.rate_rps is None else round(a.rate_rps, 3)}"
+        + ("" if a.ok else f"!{(a.error or 'failed').replace(';', ',')[:80]}")
+        for a in acks
+    )
 
 
 def row_from(
@@ -105,11 +116,6 @@ def row_from(
 ) -> DecisionRow:
     obs = decision.observation
     st = obs.stats.overall
-    acks = ";".join(
-        f"{a.engine}={'' if a.rate_rps is None else round(a.rate_rps, 3)}"
-        + ("" if a.ok else f"!{(a.error or 'failed').replace(';', ',')[:80]}")
-        for a in push.acks
-    )
     breached_labels = tuple(
         sorted(
             {b.split("=", 1)[1].rsplit(":", 1)[0] for b in obs.breaches if b.startswith("label=")}
@@ -125,7 +131,7 @@ def row_from(
         old_rate=decision.old_rate,
         new_rate=decision.new_rate,
         applied=push.applied,
-        engine_ack=acks,
+        engine_ack=format_acks(push.acks),
         samples=st.count,
         rps=st.rps,
         ok_rps=st.ok_rps,
@@ -174,9 +180,10 @@ class ControlLoop:
         self.on_tick = on_tick
         self.run_acc = RunAccumulator()
         self.stop_event = threading.Event()
-        self.stop_reason: str | None = None
+        self.stop_reason: StopReason | None = None
         # The rate in force: unconfirmed until the engines acknowledge it (and again after
-        # a failed push); it is then pushed every tick, even a HOLD, until confirmed.
+        # a failed push or a change of the engines carrying it); it is then pushed every
+        # tick, even a HOLD, until confirmed.
         self.rate = RateInForce()
         # Monotonic ms (``clock.mono_ms``): when the loop started / last read new rows.
         self.started_ms = 0
@@ -186,9 +193,10 @@ class ControlLoop:
 
     # -- lifecycle ---------------------------------------------------------------
 
-    def request_stop(self, reason: str) -> None:
+    def request_stop(self, reason: StopReason | str) -> None:
+        """End the loop before its next tick; the first reason given is kept."""
         if self.stop_reason is None:
-            self.stop_reason = reason
+            self.stop_reason = StopReason(reason)
         self.stop_event.set()
 
     def start(self, initial_rate: float, preset: bool = False) -> PushResult | None:
@@ -221,6 +229,8 @@ class ControlLoop:
             self.window.add(batch)
             self.run_acc.add(batch)
             self.last_growth_ms = mono
+        if self.actuator.membership_changed():
+            self.rate.reassert()  # an engine lost or back: push the rate over the new set
         stats = self.window.stats(now)
         obs = self.evaluator.evaluate(stats, now, self.rate.value)
         staleness = self.staleness.update(obs.staleness_ms, len(batch) > 0, mono)
@@ -238,7 +248,7 @@ class ControlLoop:
             except Exception:  # a console glitch must never stop the controller
                 log.exception("console callback failed")
         if decision.action == Action.STOP:
-            self.request_stop(decision.reason or "auto_stop")
+            self.request_stop(StopReason.AUTO_STOP)
         return result
 
     def _actuate(self, decision: Decision) -> PushResult:
@@ -260,16 +270,17 @@ class ControlLoop:
         """``now``: monotonic ms."""
         s = self.settings
         if s.max_duration_ms is not None and now - self.started_ms >= s.max_duration_ms:
-            self.request_stop("duration")
+            self.request_stop(StopReason.DURATION)
             return
         gone = None if self.probe is None else self.probe.check()
         if gone is None:
             return
         # A finished or failed JMeter ends the loop at once; one that merely stopped
         # answering (attach) ends it once the JTL has also been idle long enough.
+        gone = StopReason(gone)
         if (
-            gone in ENGINE_FAILURES
-            or gone == "jmeter_exited"
+            gone.engine_failure
+            or gone is StopReason.JMETER_EXITED
             or now - self.last_growth_ms >= s.idle_exit_ms
         ):
             self.request_stop(gone)
@@ -296,7 +307,7 @@ class ControlLoop:
             if next_tick < now:  # a slow tick: skip missed slots, never bunch up
                 next_tick = now + self.settings.tick_ms
             self._check_end(now)
-        reason = self.stop_reason or "stopped"
+        reason = self.stop_reason or StopReason.STOPPED
         if on_end is not None:
             try:
                 on_end()
@@ -308,7 +319,7 @@ class ControlLoop:
         return LoopOutcome(summary, reason, exit_code_for(summary, reason), ticks)
 
 
-def exit_code_for(summary: Summary, stop_reason: str) -> int:
-    if stop_reason in ENGINE_FAILURES:
+def exit_code_for(summary: Summary, stop_reason: StopReason) -> int:
+    if stop_reason.engine_failure:
         return 3
     return 0 if summary.verdict == "PASS" else 1

@@ -22,7 +22,10 @@ is the one tolerance for "has the rate changed?" (``same_rate``). The updates:
   :math:`(\max(t, t_{prev}),\ r' > r,\ n + 1)`. Either way r is confirmed;
 * ``push_failed()``: r is kept and unconfirmed. A failed push is not a change, but its
   reply may have been lost after the write, so what is decided next is pushed even when
-  it leaves r unchanged (``needs_push``), until an acknowledgement confirms it.
+  it leaves r unchanged (``needs_push``), until an acknowledgement confirms it;
+* ``reassert()``: the same, when the engines that carry r changed (a fleet engine lost or
+  back, ``Actuator.membership_changed``): r still holds as a total, but its split over
+  the engines does not, so the next decision is pushed even if it leaves r unchanged.
 
 Each update ends in a clamp where a bound applies: a change time never goes back before
 the previous change (a clock stepping back cannot make "time since the change" grow).
@@ -122,6 +125,10 @@ class RateInForce:
 
     def push_failed(self) -> None:
         """A push failed: the rate is kept, unconfirmed (re-asserted on the next push)."""
+        self.reassert()
+
+    def reassert(self) -> None:
+        """Keep the rate but unconfirm it: the next decision is pushed even if unchanged."""
         self._confirmed = False
 
     def __repr__(self) -> str:

@@ -1,7 +1,8 @@
 """Wiring the sidecar: ``attach`` (beside a running JMeter) and ``run`` (start it too).
 
 This module only composes adapters around ``loadguard.loop.ControlLoop``; the CLI parses
-options into a ``SidecarConfig`` and calls ``attach`` or ``run_plan``.
+options into a ``SidecarConfig`` and calls ``attach`` or ``run_plan`` (``run``; ``run
+--remote`` is ``run_plan`` with ``distributed.RemoteController`` as the generator).
 
 Everything that can fail before the run is checked before JMeter starts or the first
 push is sent: the decision log, summary and JUnit paths must be writable, the SLO and
@@ -22,6 +23,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType
+from typing import Protocol
 
 import psutil
 
@@ -31,12 +33,7 @@ from loadguard.actuator.elastic_timer import (
     rps_to_tpm,
 )
 from loadguard.actuator.engines import Actuator, DryRunActuator, Engine, EngineSet
-from loadguard.actuator.fleet import (
-    FleetActuator,
-    FleetLogWriter,
-    FleetSource,
-    RemoteTestEndProbe,
-)
+from loadguard.actuator.fleet import FleetActuator, FleetSource, RemoteTestEndProbe
 from loadguard.console import ConsoleReporter
 from loadguard.decisions import DecisionLogWriter, check_writable
 from loadguard.errors import INTERNAL_ERROR_EXIT, DecisionLogError, EngineError, UsageError
@@ -45,10 +42,12 @@ from loadguard.jmeter.home import JMeterHome
 from loadguard.jmeter.launch import JMeterProcess, LaunchSpec, free_tcp_pair, free_udp_port
 from loadguard.jmeter.remote import DEFAULT_SAMPLE_SENDER, RemoteEngine
 from loadguard.jtl.follow import JtlFollower
+from loadguard.jtl.sample import SampleSource
 from loadguard.junit import write_junit
-from loadguard.loop import ControlLoop, EngineProbe, LoopOutcome, LoopSettings, SampleSource
+from loadguard.loop import ControlLoop, EngineProbe, LoopOutcome, LoopSettings
 from loadguard.policies import DEFAULT_POLICY, build_policy
 from loadguard.slo import SloSpec
+from loadguard.stop_reason import StopReason
 from loadguard.summary import SummaryBuilder, write_json_atomic
 from loadguard.window import STRETCH_WINDOWS, Window
 
@@ -116,14 +115,15 @@ def preflight(paths: Paths) -> None:
 
 
 @contextlib.contextmanager
-def _stop_on_signals(loop: ControlLoop) -> Iterator[None]:
-    """SIGINT/SIGTERM end the loop cleanly (only possible from the main thread)."""
+def on_signals(handle: Callable[[], None]) -> Iterator[None]:
+    """SIGINT/SIGTERM call ``handle`` for the ``with`` block, then the old handlers are
+    back. Only the main thread can set handlers; elsewhere the block runs without."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def handler(signum: int, _frame: FrameType | None) -> None:
-        loop.request_stop("signal")
+        handle()
 
     old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -144,7 +144,7 @@ def _actuator(cfg: SidecarConfig) -> Actuator:
 def drive(
     cfg: SidecarConfig,
     source: SampleSource,
-    probe: object | None = None,
+    probe: EngineProbe | None = None,
     on_end: Callable[[], None] | None = None,
     stop_requested: threading.Event | None = None,
     actuator: Actuator | None = None,
@@ -157,6 +157,10 @@ def drive(
     stop reason ``internal_error``: the generator is stopped (``on_end``), what it wrote
     last is drained, the decision log is closed and the summary written, and then the
     exception is raised again for the CLI to report (exit 4).
+
+    ``actuator``: what the loop pushes through (default: ``EngineSet`` over
+    ``cfg.engines``, or ``DryRunActuator``); it is closed at the end and adds its own
+    summary fields (a fleet: its engines and their losses and returns).
 
     ``stop_requested``: set by a signal that arrived before the loop existed (``run``
     installs its handler before starting JMeter); the loop then ends at once."""
@@ -197,37 +201,33 @@ def drive(
             evaluator=cfg.spec,
             policy=policy,
             actuator=actuator,
-            writer=FleetLogWriter(writer, actuator)  # type: ignore[arg-type]
-            if isinstance(actuator, FleetActuator)
-            else writer,
+            writer=writer,
             summary=summary,
             settings=settings,
-            probe=probe,  # type: ignore[arg-type]
+            probe=probe,
             on_tick=console.update,
         )
-        with _stop_on_signals(loop):
+        with on_signals(lambda: loop.request_stop(StopReason.SIGNAL)):
             if stop_requested is not None and stop_requested.is_set():
-                loop.request_stop("signal")
+                loop.request_stop(StopReason.SIGNAL)
             try:
                 outcome = loop.run(cfg.initial_rate, on_end, preset)
             except DecisionLogError as exc:
                 failure = exc
-                reason = "decision_log_failed"
+                reason = StopReason.DECISION_LOG_FAILED
                 outcome = LoopOutcome(summary.build(loop.run_acc, reason), reason, 3)
             except Exception as exc:  # a bug: account for the run, then report it
                 failure = exc  # (the CLI prints it as one line; no log line here)
                 _wind_down(loop, source, on_end)
-                reason = "internal_error"
+                reason = StopReason.INTERNAL_ERROR
                 outcome = LoopOutcome(
                     summary.build(loop.run_acc, reason), reason, INTERNAL_ERROR_EXIT
                 )
-        if isinstance(actuator, EngineSet):
-            actuator.close()
+        actuator.close()
     data = outcome.summary.to_json()
-    if outcome.stop_reason == "internal_error" and failure is not None:
+    if outcome.stop_reason is StopReason.INTERNAL_ERROR and failure is not None:
         data["internal_error"] = f"{type(failure).__name__}: {' '.join(str(failure).split())}"
-    if isinstance(actuator, FleetActuator):
-        data.update(actuator.summary_json())  # engines and their losses / returns
+    data.update(actuator.summary_json())  # a fleet: its engines, their losses / returns
     write_json_atomic(cfg.paths.summary, data)
     if cfg.paths.junit is not None:
         write_junit(cfg.paths.junit, outcome.summary)
@@ -250,20 +250,24 @@ def _wind_down(loop: ControlLoop, source: SampleSource, on_end: Callable[[], Non
         log.exception("reading the last samples failed")
 
 
+def fleet_actuator(cfg: SidecarConfig) -> FleetActuator:
+    """The actuator of a distributed test: ``cfg.engines`` (BeanShell ports) tracked by
+    their ``cfg.remotes`` thread prefixes."""
+    return FleetActuator(
+        cfg.engines,
+        prefixes=[r.thread_prefix for r in cfg.remotes],
+        engine_max_rps=cfg.engine_max_rate,
+        timeout_s=cfg.push_timeout_s,
+    )
+
+
 def attach(cfg: SidecarConfig) -> LoopOutcome:
     """Run beside a JMeter that is already running (or about to start)."""
     preflight(cfg.paths)
     options = {**cfg.follower_options, **({"thread_names": True} if cfg.remotes else {})}
     follower = JtlFollower(cfg.paths.jtl, **options)  # type: ignore[arg-type]
-    probe: EngineProbe | None = EngineGoneProbe(cfg.engines, follower) if not cfg.dry_run else None
-    fleet = None
-    if cfg.remotes and not cfg.dry_run:
-        fleet = FleetActuator(
-            cfg.engines,
-            prefixes=[r.thread_prefix for r in cfg.remotes],
-            engine_max_rps=cfg.engine_max_rate,
-            timeout_s=cfg.push_timeout_s,
-        )
+    probe: EngineProbe | None = EngineGoneProbe(cfg.engines) if not cfg.dry_run else None
+    fleet = fleet_actuator(cfg) if cfg.remotes and not cfg.dry_run else None
     # The source warns when the JTL lags the wall clock and feeds the fleet's loss rules.
     source = FleetSource(follower, fleet)
     if cfg.remotes:
@@ -284,10 +288,10 @@ class EngineGoneProbe:
     The loop ends once the JTL has also been idle for ``idle_exit_ms``.
     """
 
-    def __init__(self, engines: Sequence[Engine], follower: object) -> None:
+    def __init__(self, engines: Sequence[Engine]) -> None:
         self.engines = engines
 
-    def check(self) -> str | None:
+    def check(self) -> StopReason | None:
         import socket
 
         for e in self.engines:
@@ -296,7 +300,7 @@ class EngineGoneProbe:
                     return None
             except OSError:
                 continue
-        return "jmeter_gone"
+        return StopReason.JMETER_GONE
 
 
 class ProcessProbe:
@@ -305,13 +309,14 @@ class ProcessProbe:
     def __init__(self, proc: JMeterProcess) -> None:
         self.proc = proc
 
-    def check(self) -> str | None:
+    def check(self) -> StopReason | None:
         code = self.proc.poll()
         if code is None:
             return None
         if code == 0:
-            return "jmeter_exited"
-        reason = "engine_lost" if code < 0 or code >= 128 else "jmeter_failed"
+            return StopReason.JMETER_EXITED
+        failed = code < 0 or code >= 128
+        reason = StopReason.ENGINE_LOST if failed else StopReason.JMETER_FAILED
         how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
         log.error("%s: JMeter (pid %d) ended unexpectedly, %s", reason, self.proc.pid, how)
         return reason
@@ -450,9 +455,79 @@ def _refuse_bsh_override(run: RunPlan) -> None:
         )
 
 
-def run_plan(run: RunPlan, cfg: SidecarConfig) -> tuple[LoopOutcome, int]:
-    """Start JMeter on ``run.plan`` and drive it; returns the outcome and JMeter's exit code."""
-    _refuse_bsh_override(run)
+@dataclass(frozen=True)
+class Started:
+    """A started load generator, as ``run_plan`` drives it: the process it stops at the
+    end, the config the loop runs with, the follower of its JTL and the source over it,
+    the actuator (``None``: ``drive`` builds it from ``cfg.engines``), and whether the
+    initial rate is already set (``preset``: nothing is read or pushed first)."""
+
+    proc: JMeterProcess
+    cfg: SidecarConfig
+    follower: JtlFollower
+    source: SampleSource
+    actuator: Actuator | None = None
+    preset: bool = False
+
+
+class Generator(Protocol):
+    """How ``run_plan`` starts the load: a local JMeter (``LocalJMeter``) or a
+    distributed controller (``distributed.RemoteController``)."""
+
+    def check(self, run: RunPlan, cfg: SidecarConfig) -> None:
+        """Refuse what cannot run, before anything is written or started."""
+        ...
+
+    def start(
+        self, run: RunPlan, cfg: SidecarConfig, plan_path: Path, stop: threading.Event
+    ) -> contextlib.AbstractContextManager[Started]:
+        """Start the generator on ``plan_path`` for the ``with`` block; it is stopped and
+        everything it holds released at the end. ``stop`` is set by a signal."""
+        ...
+
+
+class LocalJMeter:
+    """``loadguard run``: one non-GUI JMeter, our child, with a loopback-only BeanShell
+    console and the initial rate set as a -J property."""
+
+    def check(self, run: RunPlan, cfg: SidecarConfig) -> None:
+        _refuse_bsh_override(run)
+
+    @contextlib.contextmanager
+    def start(
+        self, run: RunPlan, cfg: SidecarConfig, plan_path: Path, stop: threading.Event
+    ) -> Iterator[Started]:
+        bsh = free_tcp_pair()
+        props = {RATE_PROPERTY: f"{rps_to_tpm(cfg.initial_rate):.6g}", **run.properties}
+        spec = LaunchSpec(
+            plan=plan_path,
+            jtl=cfg.paths.jtl,
+            log=cfg.paths.jmeter_log or run.out_dir / "jmeter.log",
+            stdout=cfg.paths.jmeter_stdout or run.out_dir / "jmeter.out",
+            bsh_port=bsh,
+            udp_port=free_udp_port(),
+            properties=props,
+            extra_args=tuple(run.extra_args),
+            bsh_server_file=write_loopback_server_file(run.out_dir),
+        )
+        cfg = replace(cfg, engines=(Engine("127.0.0.1", bsh + 1),))
+        follower = JtlFollower(cfg.paths.jtl, **cfg.follower_options)  # type: ignore[arg-type]
+        proc = JMeterProcess(run.jmeter, spec)
+        try:
+            # Fail closed: no rate is pushed into a console that listens beyond loopback.
+            confirm_loopback_console(proc.pid, bsh, alive=proc.alive, stop=stop)
+            yield Started(proc, cfg, follower, follower, preset=True)
+        finally:
+            proc.stop()  # idempotent; covers an early failure
+
+
+def run_plan(
+    run: RunPlan, cfg: SidecarConfig, generator: Generator | None = None
+) -> tuple[LoopOutcome, int]:
+    """Start the generator (default: a local JMeter) on ``run.plan`` and drive it;
+    returns the outcome and JMeter's exit code."""
+    generator = generator if generator is not None else LocalJMeter()
+    generator.check(run, cfg)
     run.out_dir.mkdir(parents=True, exist_ok=True)
     claim_run_folder(run, cfg.paths)
     preflight(cfg.paths)
@@ -460,64 +535,25 @@ def run_plan(run: RunPlan, cfg: SidecarConfig) -> tuple[LoopOutcome, int]:
     build_policy(
         cfg.policy, cfg.spec, lag_ms=cfg.lag_ms, auto_stop=cfg.auto_stop, **cfg.policy_params
     )
-    with staged_plan(run, cfg) as plan_path:
-        return _run_staged(run, cfg, plan_path)
-
-
-def _run_staged(run: RunPlan, cfg: SidecarConfig, plan_path: Path) -> tuple[LoopOutcome, int]:
-    bsh = free_tcp_pair()
-    udp = free_udp_port()
-    props = {RATE_PROPERTY: f"{rps_to_tpm(cfg.initial_rate):.6g}", **run.properties}
-    paths = cfg.paths
-    spec = LaunchSpec(
-        plan=plan_path,
-        jtl=paths.jtl,
-        log=paths.jmeter_log or run.out_dir / "jmeter.log",
-        stdout=paths.jmeter_stdout or run.out_dir / "jmeter.out",
-        bsh_port=bsh,
-        udp_port=udp,
-        properties=props,
-        extra_args=tuple(run.extra_args),
-        bsh_server_file=write_loopback_server_file(run.out_dir),
-    )
-    cfg = replace(cfg, engines=(Engine("127.0.0.1", bsh + 1),))
-    follower = JtlFollower(paths.jtl, **cfg.follower_options)  # type: ignore[arg-type]
     early = threading.Event()
-    with _hold_signals(early):
-        # From here a SIGTERM/SIGINT can no longer kill the sidecar between starting
-        # JMeter (its own session: it would be orphaned) and the loop's own handler.
-        proc = JMeterProcess(run.jmeter, spec)
-        codes: list[int] = []
-        try:
-            # Fail closed: no rate is pushed into a console that listens beyond loopback.
-            confirm_loopback_console(proc.pid, bsh, alive=proc.alive, stop=early)
-            outcome = drive(
-                cfg,
-                follower,
-                ProcessProbe(proc),
-                on_end=lambda: codes.append(proc.stop()),
-                stop_requested=early,
-                preset=True,  # JMeter starts with the initial rate as a -J property
-                transaction_labels=lambda: follower.transaction_labels,
-            )
-        finally:
-            codes.append(proc.stop())  # idempotent; covers an early failure
+    codes: list[int] = []
+    # From the start of JMeter on, a SIGTERM/SIGINT can no longer kill the sidecar between
+    # starting it (its own session: it would be orphaned) and the loop's own handler.
+    with (
+        staged_plan(run, cfg) as plan_path,
+        on_signals(early.set),
+        generator.start(run, cfg, plan_path, early) as started,
+    ):
+        proc = started.proc
+        outcome = drive(
+            started.cfg,
+            started.source,
+            ProcessProbe(proc),
+            on_end=lambda: codes.append(proc.stop()),
+            stop_requested=early,
+            actuator=started.actuator,
+            preset=started.preset,
+            transaction_labels=lambda: started.follower.transaction_labels,
+        )
+        codes.append(proc.stop())  # idempotent; the loop's end may not have stopped it
     return outcome, codes[0]
-
-
-@contextlib.contextmanager
-def _hold_signals(flag: threading.Event) -> Iterator[None]:
-    """Turn SIGINT/SIGTERM into ``flag`` (main thread only) for the ``with`` block."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, _frame: FrameType | None) -> None:
-        flag.set()
-
-    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)

@@ -2,10 +2,9 @@
 
 Two accumulators feed it, both O(1) in the length of the run:
 
-* ``LatencyHistogram`` counts every sample's elapsed time by whole millisecond (JMeter
-  records integer ms), so the whole-run mean, p95 and p99 are *exact* without keeping the
-  samples: 65,536 int64 bins (512 KiB), plus a sorted overflow list for the rare sample
-  slower than 65.5 s.
+* ``LatencyHistogram`` (``loadguard.histogram``) counts every sample's elapsed time by
+  whole millisecond (JMeter records integer ms), so the whole-run mean, p95 and p99 are
+  *exact* without keeping the samples.
 * ``SummaryBuilder`` takes one ``DecisionRow`` per tick and counts zones, actions and SLO
   violations, and tracks the max SLO-compliant rate with its evidence.
 
@@ -24,7 +23,6 @@ Definitions (docs/decision-log.md):
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import json
 import os
@@ -35,65 +33,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
 from loadguard.decisions import DecisionRow
 from loadguard.errors import DecisionLogError
+from loadguard.histogram import LatencyHistogram
 from loadguard.jtl.sample import SampleBatch
-
-BINS = 1 << 16
-
-
-def linear_quantile_from_sorted_counts(
-    values: npt.NDArray[np.float64], counts: npt.NDArray[np.int64], q: float
-) -> float:
-    """numpy's default ('linear') quantile of a multiset given as sorted values + counts.
-
-    With n samples the quantile sits at rank h = (n - 1) q; it interpolates between the
-    order statistics x[floor(h)] and x[ceil(h)] (0-based), exactly as ``np.quantile``.
-    """
-    n = int(counts.sum())
-    h = (n - 1) * q
-    lo, hi = int(np.floor(h)), int(np.ceil(h))
-    cum = np.cumsum(counts)
-    x_lo = float(values[int(np.searchsorted(cum, lo, side="right"))])
-    x_hi = float(values[int(np.searchsorted(cum, hi, side="right"))])
-    return x_lo + (h - lo) * (x_hi - x_lo)
-
-
-class LatencyHistogram:
-    def __init__(self) -> None:
-        self.counts = np.zeros(BINS, np.int64)
-        self.overflow: list[int] = []
-        self.total = 0
-        self.sum_ms = 0
-
-    def add(self, elapsed_ms: npt.NDArray[np.int64]) -> None:
-        if len(elapsed_ms) == 0:
-            return
-        clipped = np.clip(elapsed_ms, 0, None)
-        small = clipped[clipped < BINS]
-        self.counts += np.bincount(small, minlength=BINS)[:BINS]
-        for v in clipped[clipped >= BINS]:
-            bisect.insort(self.overflow, int(v))
-        self.total += len(clipped)
-        self.sum_ms += int(clipped.sum())
-
-    def mean(self) -> float | None:
-        return self.sum_ms / self.total if self.total else None
-
-    def quantile(self, q: float) -> float | None:
-        if not self.total:
-            return None
-        nz = np.nonzero(self.counts)[0]
-        values = nz.astype(np.float64)
-        counts = self.counts[nz]
-        if self.overflow:
-            ov, oc = np.unique(np.asarray(self.overflow, np.int64), return_counts=True)
-            values = np.concatenate([values, ov.astype(np.float64)])
-            counts = np.concatenate([counts, oc.astype(np.int64)])
-        return linear_quantile_from_sorted_counts(values, counts, q)
+from loadguard.stop_reason import StopReason
 
 
 @dataclass
@@ -154,10 +98,11 @@ class Summary:
     ok_rps: float | None
     slo: Mapping[str, float | None]
     slo_verdicts: Mapping[str, str]
-    stop_reason: str
+    stop_reason: StopReason
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
+        data["stop_reason"] = str(self.stop_reason)  # the plain string users' files hold
         return data
 
 
@@ -255,7 +200,7 @@ class SummaryBuilder:
                 commanded_rps=tuple(r.offered_rps for r in self._span),
             )
 
-    def build(self, run: RunAccumulator, stop_reason: str) -> Summary:
+    def build(self, run: RunAccumulator, stop_reason: StopReason) -> Summary:
         max_rate = self.best.rate_rps if self.best else None
         if self.evaluated == 0:
             verdict = "NO_DATA"

@@ -62,6 +62,21 @@ def format_number(value: float) -> str:
     return text
 
 
+class PropertyValueError(Exception):
+    """The engine answered, but the property is unset or its value is not a number."""
+
+
+def property_number(name: str, value: str | None) -> float:
+    """A property's value as JMeter holds it (``get_property``), as a number; raises
+    ``PropertyValueError`` when it is unset (``None``) or not a number."""
+    if value is None:
+        raise PropertyValueError(f"{name} is unset")
+    try:
+        return float(value)
+    except ValueError:
+        raise PropertyValueError(f"{name}={value[:40]!r} is not a number") from None
+
+
 def set_script(name: str, value: float) -> str:
     """The fixed-form script that sets ``name`` to ``value`` and prints it back."""
     name = check_property_name(name)
@@ -141,12 +156,10 @@ class BeanShellClient:
         is an error or the read-back differs from what was sent."""
         sent = format_number(value)
         back = parse_reply(self._run(set_script(name, value)))
-        if back is None:
-            raise BeanShellReplyError(f"property {name} read back unset after setting {sent}")
         try:
-            echoed = float(back)
-        except ValueError:
-            raise BeanShellReplyError(f"property {name} read back {back[:40]!r}") from None
+            echoed = property_number(name, back)
+        except PropertyValueError as exc:
+            raise BeanShellReplyError(f"{exc} when read back after setting {sent}") from None
         if not math.isclose(echoed, float(sent), rel_tol=1e-9, abs_tol=0.0):
             raise BeanShellReplyError(f"property {name} read back {back} after setting {sent}")
         return echoed

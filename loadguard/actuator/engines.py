@@ -27,7 +27,12 @@ from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from loadguard.actuator.bsh import BeanShellClient, check_property_name
+from loadguard.actuator.bsh import (
+    BeanShellClient,
+    PropertyValueError,
+    check_property_name,
+    property_number,
+)
 from loadguard.actuator.elastic_timer import MIN_RATE_RPS, RATE_PROPERTY, TPM_PER_RPS
 from loadguard.errors import LoadGuardError, UsageError
 
@@ -96,12 +101,28 @@ class PushResult:
 
 
 class Actuator(Protocol):
+    """What the loop pushes through (and ``sidecar.drive`` winds down): the one path by
+    which a rate reaches the engines."""
+
     def push(self, rate_rps: float) -> PushResult:
         """Set the total rate; never raises, bounded by the actuator's timeout."""
         ...
 
     def read_rate(self) -> float | None:
         """Total rate (req/s) currently set; ``None`` if unset or unreachable."""
+        ...
+
+    def membership_changed(self) -> bool:
+        """Did the engines that carry the rate change since the last push (an engine
+        lost or back)? Then the loop pushes the rate in force again."""
+        ...
+
+    def summary_json(self) -> dict[str, object]:
+        """What this actuator adds to summary.json (``{}``: nothing)."""
+        ...
+
+    def close(self) -> None:
+        """Release its threads and sockets; idempotent."""
         ...
 
 
@@ -169,6 +190,13 @@ class EngineSet:
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
+    def membership_changed(self) -> bool:
+        """A fixed set of engines: never (``FleetActuator`` tracks losses)."""
+        return False
+
+    def summary_json(self) -> dict[str, object]:
+        return {}
+
     def __enter__(self) -> EngineSet:
         return self
 
@@ -208,14 +236,7 @@ class EngineSet:
         return client.set_property(self.property_name, tpm)
 
     def _read_one(self, client: BeanShellClient) -> float:
-        value = client.get_property(self.property_name)
-        if value is None:
-            raise _Unset(f"{self.property_name} is unset")
-        try:
-            tpm = float(value)
-        except ValueError:
-            raise _Unset(f"{self.property_name}={value[:40]!r} is not a number") from None
-        return tpm
+        return property_number(self.property_name, client.get_property(self.property_name))
 
     def _fan_out(
         self, jobs: Sequence[tuple[Engine, Callable[[BeanShellClient], float]]]
@@ -261,7 +282,7 @@ class EngineSet:
         exc = future.exception()
         if exc is None:
             return EngineAck(engine.name, True, future.result() / TPM_PER_RPS, None, elapsed_ms)
-        if isinstance(exc, _Unset):
+        if isinstance(exc, PropertyValueError):  # it answered: unset or not a number
             return EngineAck(engine.name, True, None, str(exc), elapsed_ms)
         message = exc.message if isinstance(exc, LoadGuardError) else f"{type(exc).__name__}: {exc}"
         return EngineAck(engine.name, False, None, message, elapsed_ms)
@@ -275,10 +296,6 @@ class EngineSet:
         health.failures += 1
         wait = min(self.backoff_s * 2 ** (health.failures - 1), self.max_backoff_s)
         health.retry_at = self._clock() + wait
-
-
-class _Unset(Exception):
-    """The engine answered, but the rate property is unset or not a number."""
 
 
 class DryRunActuator:
@@ -298,3 +315,12 @@ class DryRunActuator:
 
     def read_rate(self) -> float | None:
         return self.history[-1] if self.history else None
+
+    def membership_changed(self) -> bool:
+        return False
+
+    def summary_json(self) -> dict[str, object]:
+        return {}
+
+    def close(self) -> None:
+        pass

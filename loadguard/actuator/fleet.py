@@ -9,12 +9,15 @@ from two places:
   by a second push in the same call;
 * the controller's JTL, through ``FleetSource``: each poll's samples are attributed to
   engines by their ``threadName`` prefix (the ``-R`` entry), and an engine whose samples
-  vanished is marked lost; the total is pushed again at once over the survivors, even
-  when the policy holds the rate (the loop pushes only on a change).
+  vanished is marked lost (or, once its samples are back and it answers, live again).
 
-``FleetLogWriter`` puts the acks of such a re-push into that tick's ``engine_ack``
-column when the tick pushed nothing itself, so every change of membership is in the
-decision log, e.g. ``127.0.0.1:13201=0.1!lost: no samples for 5.2s ...``.
+The fleet never pushes on its own. A loss or a return found in the JTL makes
+``membership_changed()`` true: the shares the engines run are no longer the split of
+the rate in force. The loop reads that every tick, marks the rate in force unconfirmed
+(``RateInForce.reassert``), and its next push, even of an unchanged rate, goes through
+this actuator over the live engines; its acks are that tick's ``engine_ack``, so every
+change of membership is in the decision log, e.g.
+``127.0.0.1:13201=0.1!lost: no samples for 5.2s ...``.
 
 ``JtlLagWatch`` warns (once) when samples keep reaching the JTL long after they ended:
 the sample sender (``mode=StrippedBatch``, JMeter's default) or a buffered writer.
@@ -47,11 +50,9 @@ from loadguard.actuator.engine_health import (
 )
 from loadguard.actuator.engine_info import EngineInfo, describe_engines
 from loadguard.actuator.engines import Engine, EngineAck, EngineSet, PushResult
-from loadguard.decisions import DecisionRow
 from loadguard.errors import UsageError
-from loadguard.jmeter.remote import thread_owner
-from loadguard.jtl.sample import SampleBatch
-from loadguard.loop import SampleSource
+from loadguard.jtl.sample import SampleBatch, SampleSource
+from loadguard.stop_reason import StopReason
 
 log = logging.getLogger(__name__)
 
@@ -67,13 +68,14 @@ def mono_ms() -> int:
     return int(time.monotonic() * 1000)
 
 
-def format_acks(acks: Sequence[EngineAck]) -> str:
-    """The decision log's ``engine_ack`` form (as ``loop.row_from`` writes it)."""
-    return ";".join(
-        f"{a.engine}={'' if a.rate_rps is None else round(a.rate_rps, 3)}"
-        + ("" if a.ok else f"!{(a.error or 'failed').replace(';', ',')[:80]}")
-        for a in acks
-    )
+def thread_owner(thread_name: str, prefixes: Sequence[str]) -> int | None:
+    """Index of the longest prefix ``thread_name`` starts with (``None``: none); the
+    prefixes are the engines' ``-R`` entries and a dash (``RemoteEngine.thread_prefix``)."""
+    best: int | None = None
+    for i, p in enumerate(prefixes):
+        if thread_name.startswith(p) and (best is None or len(p) > len(prefixes[best])):
+            best = i
+    return best
 
 
 class FleetActuator(EngineSet):
@@ -124,7 +126,7 @@ class FleetActuator(EngineSet):
         self._lost_reason: dict[str, str] = {}
         self._owner: dict[str, int | None] = {}
         self._unknown_warned = False
-        self._unreported: tuple[EngineAck, ...] | None = None
+        self._membership_changed = False
 
     # -- pushing -----------------------------------------------------------------------
 
@@ -136,8 +138,14 @@ class FleetActuator(EngineSet):
         result = self._push_total(rate)
         if self._evaluate(self._now_ms()):
             result = self._push_total(rate)  # move the lost engine's share now
-        self._unreported = None  # this push's acks are the tick's own
+        self._membership_changed = False  # this push split the rate over the live engines
         return result
+
+    def membership_changed(self) -> bool:
+        """An engine was lost or came back (seen in the JTL) since the last push, or a
+        lost engine's samples are back and a push must find out whether it answers: the
+        engines no longer run the split of the rate in force, so it must be pushed again."""
+        return self._membership_changed
 
     def _push_total(self, rate: float) -> PushResult:
         live_names = set(self.health.live())
@@ -192,22 +200,19 @@ class FleetActuator(EngineSet):
         self.health.record_samples([self.engines[i].name for i in sorted(seen)], now_ms)
 
     def check(self, now_ms: int) -> tuple[EngineChange, ...]:
-        """Apply the loss rules; on a change, push the last total again over the live
-        engines (its acks go to the next decision row)."""
+        """Apply the loss rules (nothing is pushed here); a change, or a lost engine
+        whose samples came back, makes ``membership_changed()`` true until the next push."""
         if self.total is None:
-            return ()
-        waiting = [
-            e.name
-            for e in self.engines
-            if self.health.state(e.name) is EngineState.LOST
+            return ()  # nothing pushed yet: no share to move
+        waiting = any(
+            self.health.state(e.name) is EngineState.LOST
             and self.health.seen_again(e.name)
             and not self.health.answered_again(e.name)
-        ]
-        if waiting:  # its samples came back: does it answer too?
-            self._unreported = self._push_total(self.total).acks
+            for e in self.engines
+        )
         changes = self._evaluate(now_ms)
-        if changes:
-            self._unreported = self._push_total(self.total).acks
+        if waiting or changes:
+            self._membership_changed = True
         return changes
 
     def timer_ms(self) -> int:
@@ -256,11 +261,6 @@ class FleetActuator(EngineSet):
                 for c in self.changes
             ],
         }
-
-    def take_unreported(self) -> str | None:
-        """The acks of a re-push not yet written to the decision log (then forgotten)."""
-        acks, self._unreported = self._unreported, None
-        return None if acks is None else format_acks(acks)
 
 
 class JtlLagWatch:
@@ -370,9 +370,9 @@ class RemoteTestEndProbe:
         self._describe = describe
         self._clock = clock
         self._next = 0.0
-        self._last: str | None = None
+        self._last: StopReason | None = None
 
-    def check(self) -> str | None:
+    def check(self) -> StopReason | None:
         if self.source.samples_seen == 0:
             return None  # the controller may still be starting
         now = self._clock()
@@ -381,26 +381,5 @@ class RemoteTestEndProbe:
         self._next = now + self.every_s
         infos = self._describe(self.engines, timeout_s=self.timeout_s)
         running = any(i.reachable and (i.active_threads or 0) > 0 for i in infos)
-        self._last = None if running else "jmeter_gone"
+        self._last = None if running else StopReason.JMETER_GONE
         return self._last
-
-
-class FleetLogWriter:
-    """Wraps the decision log writer: a tick that pushed nothing itself carries the acks
-    of the fleet's re-push (an engine lost or back) in ``engine_ack``."""
-
-    def __init__(self, inner: object, fleet: FleetActuator) -> None:
-        self.inner = inner
-        self.fleet = fleet
-
-    def next_tick(self) -> int:
-        return int(self.inner.next_tick())  # type: ignore[attr-defined]
-
-    def append(self, row: DecisionRow) -> None:
-        note = self.fleet.take_unreported()
-        if note is not None and not row.engine_ack:
-            row = replace(row, engine_ack=note)
-        self.inner.append(row)  # type: ignore[attr-defined]
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self.inner, name)

@@ -1,5 +1,8 @@
 """Starting and stopping a non-GUI JMeter for ``loadguard run`` (an adapter).
 
+``jmeter_args`` is the one command line of a controlled run; ``build_args`` (a local
+JMeter) and ``remote.controller_args`` (a distributed controller) fill in what differs.
+
 JMeter runs in the directory the user typed the command in, exactly as
 ``jmeter -n -t plan.jmx`` would: JMeter resolves a relative file name (CSV Data Set,
 ``__FileToString``, includes) against its working directory first and the plan's
@@ -27,6 +30,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from loadguard.actuator.udp import send_stop
 from loadguard.errors import ActuatorError, EngineError
@@ -59,6 +63,65 @@ def free_udp_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
+def jmeter_args(
+    *,
+    plan: Path,
+    jtl: Path,
+    log: Path,
+    udp_port: int,
+    engines: Sequence[str],
+    settings: Sequence[str] = (),
+    properties: Sequence[str] = (),
+    extra_args: Sequence[str] = (),
+) -> list[str]:
+    """The one command line of a controlled non-GUI JMeter, local or distributed.
+
+    ``-n -t plan -l jtl -j log``, then ``engines`` (what carries the load: a local
+    BeanShell console, or ``-R`` and the remote engines), then what every controlled run
+    needs: JMeter exits when the test ends, listens for ``Shutdown``/``StopTestNow`` on
+    ``udp_port`` only, and writes a CSV JTL with a header, flushed at every sample; then
+    the caller's ``settings``, ``properties`` and the user's ``extra_args`` (last, so
+    they win). Every path is absolute (``Path.absolute``: relative to the directory the
+    command was typed in, symlinks kept), whatever directory JMeter ends up running in."""
+    return [
+        "-n",
+        "-t",
+        str(plan.absolute()),
+        "-l",
+        str(jtl.absolute()),
+        "-j",
+        str(log.absolute()),
+        *engines,
+        "-Jjmeterengine.force.system.exit=true",
+        f"-Jjmeterengine.nongui.port={udp_port}",
+        f"-Jjmeterengine.nongui.maxport={udp_port}",
+        "-Jjmeter.save.saveservice.autoflush=true",
+        "-Jjmeter.save.saveservice.output_format=csv",
+        "-Jjmeter.save.saveservice.print_field_names=true",
+        *settings,
+        *properties,
+        *extra_args,
+    ]
+
+
+def property_args(properties: Mapping[str, str], *flags: str) -> list[str]:
+    """``-Jkey=value`` (or each of ``flags``) per property, sorted by key."""
+    return [f"{flag}{k}={v}" for k, v in sorted(properties.items()) for flag in flags or ("-J",)]
+
+
+class JMeterRun(Protocol):
+    """What ``JMeterProcess`` starts: its arguments, where its output goes, and the UDP
+    port its ``stop`` sends ``Shutdown`` to."""
+
+    @property
+    def stdout(self) -> Path: ...
+
+    @property
+    def udp_port(self) -> int: ...
+
+    def args(self) -> list[str]: ...
+
+
 @dataclass(frozen=True)
 class LaunchSpec:
     plan: Path
@@ -73,54 +136,39 @@ class LaunchSpec:
     #: all-interfaces server). ``run`` passes the loopback-only one (``bsh_loopback``).
     bsh_server_file: Path | None = None
 
+    def args(self) -> list[str]:
+        return build_args(self)
+
 
 def build_args(spec: LaunchSpec) -> list[str]:
-    """JMeter's command-line arguments for a controlled non-GUI run.
-
-    Every path is absolute (``Path.absolute``: relative to the directory the command was
-    typed in, symlinks kept), whatever directory JMeter ends up running in."""
+    """A local JMeter's arguments: the load runs here, its BeanShell console on
+    ``bsh_port`` (``jmeter_args`` has the rest)."""
     bsh_file = "" if spec.bsh_server_file is None else str(spec.bsh_server_file.absolute())
-    args = [
-        "-n",
-        "-t",
-        str(spec.plan.absolute()),
-        "-l",
-        str(spec.jtl.absolute()),
-        "-j",
-        str(spec.log.absolute()),
-        f"-Jbeanshell.server.port={spec.bsh_port}",
-        f"-Jbeanshell.server.file={bsh_file}",
-        "-Jjmeterengine.force.system.exit=true",
-        f"-Jjmeterengine.nongui.port={spec.udp_port}",
-        f"-Jjmeterengine.nongui.maxport={spec.udp_port}",
-        "-Jjmeter.save.saveservice.autoflush=true",
-        "-Jjmeter.save.saveservice.output_format=csv",
-        "-Jjmeter.save.saveservice.print_field_names=true",
-    ]
-    for key, value in sorted(spec.properties.items()):
-        args.append(f"-J{key}={value}")
-    args.extend(spec.extra_args)
-    return args
+    return jmeter_args(
+        plan=spec.plan,
+        jtl=spec.jtl,
+        log=spec.log,
+        udp_port=spec.udp_port,
+        engines=[
+            f"-Jbeanshell.server.port={spec.bsh_port}",
+            f"-Jbeanshell.server.file={bsh_file}",
+        ],
+        properties=property_args(spec.properties),
+        extra_args=spec.extra_args,
+    )
 
 
 class JMeterProcess:
     """A running non-GUI JMeter started by LoadGuard."""
 
-    def __init__(
-        self,
-        home: JMeterHome,
-        spec: LaunchSpec,
-        args: Sequence[str] | None = None,
-        what: str = "JMeter",
-    ) -> None:
-        """Start JMeter with ``build_args(spec)``, or with ``args`` when a caller builds
-        its own command line (the distributed controller); ``stop`` uses ``spec.udp_port``."""
+    def __init__(self, home: JMeterHome, spec: JMeterRun, what: str = "JMeter") -> None:
+        """Start JMeter with ``spec.args()``; ``stop`` uses ``spec.udp_port``."""
         self.home = home
         self.spec = spec
         self._out = spec.stdout.open("ab")
         try:
             self.proc = subprocess.Popen(
-                jmeter_command(home, build_args(spec) if args is None else list(args)),
+                jmeter_command(home, spec.args()),
                 stdout=self._out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,

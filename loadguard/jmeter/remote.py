@@ -38,7 +38,7 @@ from pathlib import Path
 
 from loadguard.errors import EngineError, UsageError
 from loadguard.jmeter.home import JMeterHome, jmeter_command
-from loadguard.jmeter.launch import JMeterProcess, LaunchSpec
+from loadguard.jmeter.launch import JMeterProcess, jmeter_args, property_args
 
 #: JMeter's sample sender modes LoadGuard accepts for ``run --remote``.
 SAMPLE_SENDER_MODES = ("Stripped", "StrippedAsynch", "StrippedBatch", "Standard", "Asynch")
@@ -103,15 +103,6 @@ def sample_sender_properties(mode: str) -> dict[str, str]:
     return props
 
 
-def thread_owner(thread_name: str, prefixes: Sequence[str]) -> int | None:
-    """Index of the longest prefix ``thread_name`` starts with (``None``: none)."""
-    best: int | None = None
-    for i, p in enumerate(prefixes):
-        if thread_name.startswith(p) and (best is None or len(p) > len(prefixes[best])):
-            best = i
-    return best
-
-
 @dataclass(frozen=True)
 class ControllerSpec:
     plan: Path
@@ -125,38 +116,30 @@ class ControllerSpec:
     rmi_ssl_disable: bool = True
     extra_args: Sequence[str] = ()
 
+    def args(self) -> list[str]:
+        return controller_args(self)
+
 
 def controller_args(spec: ControllerSpec) -> list[str]:
-    """The controller's arguments (pure). Plan properties go to the controller (``-J``)
-    and to every engine (``-G``), since each engine evaluates the plan itself."""
+    """The controller's arguments (pure): the load runs on ``-R`` engines, samples come
+    back through the sample sender with their thread names (``jmeter_args`` has the
+    rest). Plan properties go to the controller (``-J``) and to every engine (``-G``),
+    since each engine evaluates the plan itself."""
     if not spec.remotes:
         raise UsageError("no remote engine given")
-    args = [
-        "-n",
-        "-t",
-        str(spec.plan.absolute()),
-        "-l",
-        str(spec.jtl.absolute()),
-        "-j",
-        str(spec.log.absolute()),
-        "-R",
-        ",".join(r.spec or r.host for r in spec.remotes),
-        "-Jjmeterengine.force.system.exit=true",
-        f"-Jjmeterengine.nongui.port={spec.udp_port}",
-        f"-Jjmeterengine.nongui.maxport={spec.udp_port}",
-        "-Jjmeter.save.saveservice.autoflush=true",
-        "-Jjmeter.save.saveservice.output_format=csv",
-        "-Jjmeter.save.saveservice.print_field_names=true",
-        "-Jjmeter.save.saveservice.thread_name=true",
-    ]
+    settings = ["-Jjmeter.save.saveservice.thread_name=true"]
     if spec.rmi_ssl_disable:
-        args.append("-Jserver.rmi.ssl.disable=true")
-    for key, value in sorted(sample_sender_properties(spec.sample_sender).items()):
-        args.append(f"-J{key}={value}")
-    for key, value in sorted(spec.properties.items()):
-        args += [f"-J{key}={value}", f"-G{key}={value}"]
-    args.extend(spec.extra_args)
-    return args
+        settings.append("-Jserver.rmi.ssl.disable=true")
+    return jmeter_args(
+        plan=spec.plan,
+        jtl=spec.jtl,
+        log=spec.log,
+        udp_port=spec.udp_port,
+        engines=["-R", ",".join(r.spec or r.host for r in spec.remotes)],
+        settings=settings + property_args(sample_sender_properties(spec.sample_sender)),
+        properties=property_args(spec.properties, "-J", "-G"),
+        extra_args=spec.extra_args,
+    )
 
 
 class ControllerProcess(JMeterProcess):
@@ -164,18 +147,7 @@ class ControllerProcess(JMeterProcess):
     ``Shutdown``, which the controller forwards to its engines, then escalation)."""
 
     def __init__(self, home: JMeterHome, spec: ControllerSpec) -> None:
-        self.controller = spec
-        # JMeterProcess.stop needs only the UDP port from its LaunchSpec.
-        launch = LaunchSpec(
-            plan=spec.plan,
-            jtl=spec.jtl,
-            log=spec.log,
-            stdout=spec.stdout,
-            bsh_port=0,
-            udp_port=spec.udp_port,
-            properties=spec.properties,
-        )
-        super().__init__(home, launch, controller_args(spec), what="the JMeter controller")
+        super().__init__(home, spec, what="the JMeter controller")
 
 
 def engine_server_args(

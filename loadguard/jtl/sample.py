@@ -15,12 +15,16 @@ Fields (JMeter's names in brackets):
 * ``all_threads``: active threads in all groups [allThreads], -1 when not saved.
 
 ``end_ms = start_ms + elapsed_ms`` is the completion time that windows are keyed on.
+
+A ``SampleSource`` hands out batches: the JTL follower, the fleet's wrapper around it,
+the tests' fakes. The loop polls one each tick.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -111,3 +115,16 @@ class SampleBatch:
             np.concatenate([b.thread_name for b in batches]),
             np.concatenate([b.all_threads for b in batches]),
         )
+
+
+class SampleSource(Protocol):
+    """Where the loop's samples come from: each ``poll`` returns the rows that arrived
+    since the last one; the counters are the rows skipped so far."""
+
+    def poll(self) -> SampleBatch: ...
+
+    @property
+    def malformed_rows(self) -> int: ...
+
+    @property
+    def illegal_xml_chars(self) -> int: ...

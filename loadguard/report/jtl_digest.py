@@ -46,12 +46,12 @@ import numpy.typing as npt
 import pandas as pd
 
 from loadguard.errors import JtlError, ReportError
+from loadguard.histogram import LatencyHistogram
 from loadguard.jtl.columns import JtlFormat, header_columns
 from loadguard.jtl.follow import JtlFollower
 from loadguard.jtl.raw_rows import TRANSACTION_PREFIX, RawRows
 from loadguard.jtl.selection import RowSelector
 from loadguard.report.decision_frame import read_header
-from loadguard.summary import LatencyHistogram
 
 JTL_COLUMNS: tuple[str, ...] = ("timeStamp", "elapsed", "label", "success")
 #: Read when the header has them: what row selection needs (transactions, sub-results).

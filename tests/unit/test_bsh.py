@@ -193,3 +193,16 @@ def test_any_finite_value_formats_to_a_plain_number(value: float) -> None:
 )
 def test_parse_reply_extracts_the_value_line(reply: str, value: str | None) -> None:
     assert parse_reply(reply) == value
+
+
+@pytest.mark.parametrize(
+    ("value", "message"), [(None, "x.y is unset"), ("fast", "x.y='fast' is not a number")]
+)
+def test_a_property_that_is_unset_or_not_a_number_has_no_number(
+    value: str | None, message: str
+) -> None:
+    from loadguard.actuator.bsh import PropertyValueError, property_number
+
+    assert property_number("x.y", "12.5") == 12.5
+    with pytest.raises(PropertyValueError, match=message):
+        property_number("x.y", value)

@@ -63,6 +63,9 @@ class Engine:
     def read_rate(self) -> float | None:
         return None
 
+    def membership_changed(self) -> bool:
+        return False
+
 
 @dataclass
 class WallStampedSource:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from loadguard.actuator.fleet import JtlLagWatch
+from loadguard.actuator.fleet import JtlLagWatch, thread_owner
 from loadguard.errors import UsageError
 from loadguard.jmeter.remote import (
     ControllerSpec,
@@ -16,7 +16,6 @@ from loadguard.jmeter.remote import (
     engine_server_args,
     parse_remotes,
     sample_sender_properties,
-    thread_owner,
 )
 from loadguard.jtl.sample import SampleBatch
 

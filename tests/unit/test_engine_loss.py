@@ -1,10 +1,12 @@
 """Engine loss and share reassignment: FleetHealth, allocate, FleetActuator (fake clock,
-fake BeanShell clients: no sockets) and the decision-log annotation."""
+fake BeanShell clients: no sockets), and the loop as the only pusher of a loss or a
+return (its decision rows carry the acks)."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -23,13 +25,17 @@ from loadguard.actuator.engines import Engine, PushResult
 from loadguard.actuator.fleet import (
     MAX_PUSH_WORKERS,
     FleetActuator,
-    FleetLogWriter,
     FleetSource,
     RemoteTestEndProbe,
-    format_acks,
 )
+from loadguard.decisions import DecisionLogWriter
 from loadguard.errors import ActuatorError, UsageError
 from loadguard.jtl.sample import SampleBatch
+from loadguard.loop import ControlLoop, LoopSettings, format_acks
+from loadguard.policies import build_policy
+from loadguard.slo import SloSpec
+from loadguard.summary import SummaryBuilder
+from loadguard.window import Window
 
 # -- allocate -------------------------------------------------------------------------
 
@@ -287,28 +293,40 @@ def test_summary_lists_each_engine_and_every_loss_in_order() -> None:
     fleet.close()
 
 
-def test_vanished_samples_trigger_a_re_push_that_the_next_row_records() -> None:
+BOTH = ("10.0.0.1:1099-tg 1-1", "10.0.0.2:1099-tg 1-2")
+
+
+def lose_b_by_samples(clock: Clock, source: FleetSource, until_ms: int = 8000) -> None:
+    """Both engines' samples at 1 s, then only A's, polled every second."""
+    for t in range(1000, until_ms, 1000):
+        clock.ms = t
+        source.inner = _ListSource([batch(t, *(BOTH if t < 2000 else BOTH[:1]))])
+        source.poll()
+
+
+def test_vanished_samples_mark_the_membership_changed_without_a_push() -> None:
     clock = Clock()
     fleet, state = make_fleet(clock, cap=15.0)
     fleet.push(20.0)
-    source = FleetSource(_ListSource([]), fleet, now_ms=clock.now_ms)
-    for t in range(1000, 8000, 1000):
-        clock.ms = t
-        threads = (
-            ("10.0.0.1:1099-tg 1-1", "10.0.0.2:1099-tg 1-2")
-            if t < 2000
-            else ("10.0.0.1:1099-tg 1-1",)
-        )
-        source.inner = _ListSource([batch(t, *threads)])
-        source.poll()
+    assert not fleet.membership_changed()
+    lose_b_by_samples(clock, FleetSource(_ListSource([]), fleet, now_ms=clock.now_ms))
     assert fleet.health.state(B.name) is EngineState.LOST
-    # The survivor got the whole total, capped at its ceiling, without a policy push.
+    assert fleet.membership_changed()
+    # The source only judged the loss: the engines still run the old split.
+    assert state["props"] == {A.name: pytest.approx(600.0), B.name: pytest.approx(600.0)}
+
+
+def test_the_push_after_a_loss_moves_the_share_and_names_the_lost_engine() -> None:
+    clock = Clock()
+    fleet, state = make_fleet(clock, cap=15.0)
+    fleet.push(20.0)
+    lose_b_by_samples(clock, FleetSource(_ListSource([]), fleet, now_ms=clock.now_ms))
+    result = fleet.push(20.0)
+    # The survivor gets the whole total, capped at its ceiling.
     assert state["props"][A.name] == pytest.approx(15.0 * 60)
-    note = fleet.take_unreported()
-    assert (
-        note is not None and f"{A.name}=15.0" in note and f"{B.name}=0.1!lost: no samples" in note
-    )
-    assert fleet.take_unreported() is None
+    note = format_acks(result.acks)
+    assert f"{A.name}=15.0" in note and f"{B.name}=0.1!lost: no samples" in note
+    assert result.applied and not fleet.membership_changed()
 
 
 def test_a_wall_clock_step_back_does_not_keep_a_lost_engine_lost() -> None:
@@ -327,34 +345,13 @@ def test_a_wall_clock_step_back_does_not_keep_a_lost_engine_lost() -> None:
         threads = both if t < 2000 or t >= 9000 else both[:1]
         source.inner = _ListSource([batch(source._now_ms(), *threads)])
         source.poll()
+        if fleet.membership_changed():
+            fleet.push(20.0)  # as the loop's next tick does
         if t == 8000:
             assert fleet.health.state(B.name) is EngineState.LOST
     assert fleet.health.live() == (A.name, B.name)
     assert [str(c.state) for c in fleet.changes] == ["LOST", "LIVE"]
     fleet.close()
-
-
-def test_fleet_log_writer_fills_only_rows_that_pushed_nothing() -> None:
-    clock = Clock()
-    fleet, _ = make_fleet(clock)
-    fleet.push(10.0)
-    written: list[Any] = []
-
-    class Inner:
-        def next_tick(self) -> int:
-            return 1
-
-        def append(self, row: Any) -> None:
-            written.append(row)
-
-    fleet._unreported = fleet.push(10.0).acks  # as a re-push would leave it
-    writer = FleetLogWriter(Inner(), fleet)
-    row = _row(engine_ack="")
-    writer.append(row)
-    assert written[-1].engine_ack == format_acks(fleet.push(10.0).acks)
-    fleet._unreported = fleet.push(10.0).acks
-    writer.append(_row(engine_ack="x=1.0"))
-    assert written[-1].engine_ack == "x=1.0"
 
 
 def test_unknown_thread_names_count_for_no_engine() -> None:
@@ -421,32 +418,97 @@ class _ListSource:
         return self.batches.pop(0) if self.batches else SampleBatch.empty()
 
 
-def _row(engine_ack: str) -> Any:
-    from loadguard.decisions import DecisionRow
+# -- the loop pushes a loss or a return ------------------------------------------------
 
-    return DecisionRow(
-        epoch_ms=0,
-        tick=1,
-        action="HOLD",
-        zone="SAFE",
-        reason="safe",
-        old_rate=10.0,
-        new_rate=10.0,
-        applied=True,
-        engine_ack=engine_ack,
-        samples=0,
-        rps=0.0,
-        ok_rps=0.0,
-        error_rate=0.0,
-        mean_ms=None,
-        p50_ms=None,
-        p90_ms=None,
-        p95_ms=None,
-        p99_ms=None,
-        max_ms=None,
-        offered_rps=10.0,
-        staleness_ms=None,
-        slo={},
-        breaches=(),
-        breached_labels=(),
+
+class LoopClock:
+    """The loop's clock, on the fleet's test clock (wall = monotonic here)."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+
+    def now_ms(self) -> int:
+        return self.clock.ms
+
+    def mono_ms(self) -> int:
+        return self.clock.ms
+
+    def wait_ms(self, ms: int, stop: Any) -> None:
+        self.clock.ms += max(ms, 0)
+
+
+def fleet_loop(tmp_path: Path, clock: Clock) -> tuple[ControlLoop, FleetActuator, dict[str, Any]]:
+    """A loop holding 20 req/s (``fixed`` policy) over A and B, each poll a second later."""
+    fleet, state = make_fleet(clock)
+    source = FleetSource(_ListSource([]), fleet, now_ms=clock.now_ms)
+    spec = SloSpec.from_options(p95="1s", window="5s", max_rate="100", min_samples="1")
+    writer = DecisionLogWriter(tmp_path / "d.csv")
+    writer.open()
+    loop = ControlLoop(
+        source=source,
+        window=Window(spec.window_ms),
+        evaluator=spec,
+        policy=build_policy("fixed", spec),
+        actuator=fleet,
+        writer=writer,
+        summary=SummaryBuilder(spec.window_ms, spec.log_thresholds()),
+        settings=LoopSettings(tick_ms=1000),
+        clock=LoopClock(clock),  # type: ignore[arg-type]
     )
+    loop.start(20.0)
+    return loop, fleet, state
+
+
+def tick_at(loop: ControlLoop, clock: Clock, t: int, threads: tuple[str, ...]) -> Any:
+    clock.ms = t
+    source = cast(FleetSource, loop.source)
+    source.inner = _ListSource([batch(t, *threads)])
+    return loop.tick()
+
+
+def test_engine_loss_is_pushed_by_the_loop(tmp_path: Path) -> None:
+    clock = Clock()
+    loop, fleet, state = fleet_loop(tmp_path, clock)
+    results = [
+        tick_at(loop, clock, t, BOTH if t < 2000 else BOTH[:1]) for t in range(1000, 8000, 1000)
+    ]
+    assert fleet.health.state(B.name) is EngineState.LOST
+    pushed = [r for r in results if r.push.acks]
+    assert len(pushed) == 1  # the rate held: the loss is the only push
+    row = pushed[0].row
+    assert row.action == "HOLD" and row.applied
+    assert f"{B.name}=0.1!lost: no samples" in row.engine_ack
+    assert state["props"][A.name] == pytest.approx(20.0 * 60)
+    cast(Any, loop.writer).close()
+    fleet.close()
+
+
+def test_engine_return_is_pushed_by_the_loop(tmp_path: Path) -> None:
+    clock = Clock()
+    loop, fleet, state = fleet_loop(tmp_path, clock)
+    for t in range(1000, 8000, 1000):
+        tick_at(loop, clock, t, BOTH if t < 2000 else BOTH[:1])
+    assert fleet.health.state(B.name) is EngineState.LOST
+    back = [tick_at(loop, clock, t, BOTH) for t in range(8000, 12_000, 1000)]
+    assert fleet.health.live() == (A.name, B.name)
+    assert state["props"] == {A.name: pytest.approx(600.0), B.name: pytest.approx(600.0)}
+    rows = [r.row for r in back if r.push.acks]
+    assert rows and all(r.applied for r in rows)
+    assert f"{B.name}=10.0" in rows[-1].engine_ack and "lost" not in rows[-1].engine_ack
+    assert not fleet.membership_changed()
+    cast(Any, loop.writer).close()
+    fleet.close()
+
+
+def test_fleet_source_poll_pushes_nothing() -> None:
+    clock = Clock()
+    fleet, _ = make_fleet(clock)
+    fleet.push(20.0)
+    pushes: list[float] = []
+    fleet._push_total = lambda rate: pushes.append(rate)  # type: ignore[method-assign,assignment,return-value]
+    source = FleetSource(_ListSource([]), fleet, now_ms=clock.now_ms)
+    lose_b_by_samples(clock, source, until_ms=12_000)
+    source.inner = _ListSource([batch(12_000, *BOTH)])
+    source.poll()  # B's samples are back: waiting for a push to find it answering
+    assert fleet.membership_changed() and pushes == []
+    fleet.close()

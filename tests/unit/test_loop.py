@@ -70,6 +70,7 @@ class FakeActuator:
     engine_rate: float | None = None
     reachable: bool = True
     pushes: list[float] = field(default_factory=list)
+    engines_changed: bool = False
 
     def push(self, rate_rps: float) -> PushResult:
         self.pushes.append(rate_rps)
@@ -83,6 +84,9 @@ class FakeActuator:
         if self.engine_rate is not None:
             self.rate = self.engine_rate
         return self.engine_rate
+
+    def membership_changed(self) -> bool:
+        return self.engines_changed
 
 
 def make_loop(tmp_path: Path, actuator: FakeActuator, clock: FakeClock, **src: object):  # type: ignore[no-untyped-def]
@@ -143,6 +147,23 @@ def test_failed_push_is_logged_not_applied_and_reasserted(tmp_path: Path) -> Non
     writer.close()
     assert loop.rate.value > 5.0
     assert rows(tmp_path / "d.csv")[-1]["applied"] == "true"
+
+
+def test_a_membership_change_makes_the_loop_push_an_unchanged_rate(tmp_path: Path) -> None:
+    clock, act = FakeClock(), FakeActuator()
+    loop, writer = make_loop(tmp_path, act, clock)
+    loop.policy = build_policy("fixed", SloSpec.from_options(p95="250ms", max_rate="500"))
+    loop.start(5.0)
+    clock.ms += 1000
+    loop.tick()
+    before = len(act.pushes)
+    act.engines_changed = True  # a fleet engine lost or back
+    clock.ms += 1000
+    result = loop.tick()
+    writer.close()
+    assert len(act.pushes) == before + 1 and act.pushes[-1] == 5.0
+    assert result.row.action == "HOLD" and result.row.engine_ack == "fake:1=5.0"
+    assert loop.rate.confirmed and loop.rate.change is None  # re-asserted, not changed
 
 
 def test_a_change_is_stamped_with_the_pushing_ticks_monotonic_time(tmp_path: Path) -> None:

@@ -48,6 +48,13 @@ def test_a_failed_push_leaves_the_rate_unconfirmed() -> None:
     assert not rate.confirmed
 
 
+def test_a_reasserted_rate_is_kept_unconfirmed_and_not_changed() -> None:
+    rate = RateInForce(5.0, confirmed=True)
+    rate.reassert()
+    assert (rate.value, rate.confirmed, rate.change) == (5.0, False, None)
+    assert rate.needs_push(5.0)
+
+
 def test_an_unconfirmed_rate_is_pushed_even_unchanged() -> None:
     rate = RateInForce(5.0, confirmed=False)
     assert rate.needs_push(5.0)

@@ -276,3 +276,24 @@ def test_a_jmeter_that_ended_is_left_to_the_probe() -> None:
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()
     assert _confirm(proc, free_tcp_pair()) is False
+
+
+def test_local_and_distributed_runs_share_the_controlled_run_arguments() -> None:
+    paths = {"plan": Path("/p.jmx"), "jtl": Path("/r.jtl"), "log": Path("/j.log")}
+    local = build_args(
+        LaunchSpec(**paths, stdout=Path("/o"), bsh_port=9000, udp_port=4445, properties={})
+    )
+    remote = controller_args(
+        ControllerSpec(
+            **paths, stdout=Path("/o"), udp_port=4445, remotes=(RemoteEngine("h1", 1099, "h1"),)
+        )
+    )
+    common = [a for a in local if a in remote]
+    assert common[:7] == ["-n", "-t", "/p.jmx", "-l", "/r.jtl", "-j", "/j.log"]
+    for arg in (
+        "-Jjmeterengine.force.system.exit=true",
+        "-Jjmeterengine.nongui.port=4445",
+        "-Jjmeter.save.saveservice.output_format=csv",
+        "-Jjmeter.save.saveservice.autoflush=true",
+    ):
+        assert arg in common

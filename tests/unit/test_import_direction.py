@@ -1,0 +1,114 @@
+"""Imports point down: the lower layers never import a layer above them.
+
+Layers, bottom up (a module may import its own package, the standard library,
+third-party packages, and anything in a layer below it):
+
+0. leaves, shared by everyone: ``loadguard`` (the package: ``__version__``), ``errors``,
+   ``durations``, ``clock``, ``rate``, ``stats``, ``observation``, ``slo``, ``window``,
+   ``stop_reason``, ``histogram``, ``decision_columns`` and ``jtl.sample`` (the
+   ``SampleBatch`` and ``SampleSource`` types). A leaf imports only other leaves.
+1. ``jtl``: reading JTL files.
+2. ``actuator`` (pushing rates to JMeter; may read ``jtl``), ``policies`` (deciding
+   rates), ``report`` (rendering a finished run; may read ``jtl``).
+3. everything else composes those and is above all of them: ``loop``, ``decisions``,
+   ``summary``, ``sidecar``, ``distributed``, ``cli``, ``evaluate``, ``simulate``,
+   ``demo``, ``target``, ``teastore``, ``jmeter``, ``jmx``, ``console``, ``junit``...
+
+So the protocols a lower layer needs (``SampleSource``, ``Actuator``) live in it or in a
+leaf, and the upper layer imports them, never the other way round.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2] / "loadguard"
+
+LEAVES = frozenset(
+    {
+        "loadguard",
+        "loadguard.errors",
+        "loadguard.durations",
+        "loadguard.clock",
+        "loadguard.rate",
+        "loadguard.stats",
+        "loadguard.observation",
+        "loadguard.slo",
+        "loadguard.window",
+        "loadguard.stop_reason",
+        "loadguard.histogram",
+        "loadguard.decision_columns",
+        "loadguard.jtl.sample",
+    }
+)
+
+#: Each checked package and the packages (below it) it may import besides itself.
+BELOW = {
+    "jtl": frozenset(),
+    "actuator": frozenset({"jtl"}),
+    "policies": frozenset(),
+    "report": frozenset({"jtl"}),
+}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported(path: Path) -> list[tuple[int, str]]:
+    """``(line, module)`` for every loadguard module ``path`` imports, anywhere in it."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{anchor}.{base}" if base else anchor
+            out.append((node.lineno, base))
+    return [(line, m) for line, m in out if m == "loadguard" or m.startswith("loadguard.")]
+
+
+def allowed(target: str, package: str) -> bool:
+    if target in LEAVES:
+        return True
+    top = target.split(".")[1] if "." in target else ""
+    return top == package or top in BELOW[package]
+
+
+def violations(package: str) -> list[str]:
+    found = []
+    for path in sorted((ROOT / package).rglob("*.py")):
+        for line, target in imported(path):
+            if not allowed(target, package):
+                found.append(f"{path.relative_to(ROOT.parent)}:{line} imports {target}")
+    return found
+
+
+@pytest.mark.parametrize("package", sorted(BELOW))
+def test_a_lower_layer_imports_nothing_above_it(package: str) -> None:
+    assert violations(package) == []
+
+
+def test_the_leaves_import_only_leaves() -> None:
+    found = []
+    for leaf in sorted(LEAVES - {"loadguard"}):
+        path = ROOT.parent / (leaf.replace(".", "/") + ".py")
+        found += [f"{leaf}:{line} imports {t}" for line, t in imported(path) if t not in LEAVES]
+    assert found == []
+
+
+def test_the_check_sees_an_upward_import(tmp_path: Path) -> None:
+    # The checker itself: an actuator module that imports the loop is caught.
+    assert not allowed("loadguard.loop", "actuator")
+    assert not allowed("loadguard.decisions", "report")
+    assert not allowed("loadguard.jmeter.remote", "actuator")
+    assert allowed("loadguard.jtl.sample", "policies")
+    assert allowed("loadguard.actuator.engines", "actuator")
