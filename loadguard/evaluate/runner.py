@@ -52,6 +52,7 @@ from loadguard.jtl.follow import JtlFollower
 from loadguard.jtl.sample import SampleBatch
 from loadguard.sidecar import Paths, RunPlan, SidecarConfig, run_plan
 from loadguard.slo import SloSpec
+from loadguard.stop_reason import StopReason
 
 log = logging.getLogger(__name__)
 
@@ -199,6 +200,10 @@ def run_scheme(
                 plan=elastic_plan_for(cfg), jmeter=home, out_dir=run_dir, properties=props
             )
             outcome, _code = run_plan(plan, sidecar)
+            if outcome.stop_reason is StopReason.SIGNAL:
+                # Ctrl-C or SIGTERM met the run's own handler, which ends that run
+                # gracefully; the evaluation stops too, closing its targets on the way.
+                raise KeyboardInterrupt
             sidecar_cpu = _own_cpu() - own0
             actions = {k: int(v) for k, v in outcome.summary.actions.items()}
             stop_reason = outcome.stop_reason

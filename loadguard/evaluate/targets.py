@@ -18,11 +18,14 @@ Every run and every sweep point opens a **fresh** target and closes it afterward
 from __future__ import annotations
 
 import logging
+import signal
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 
 from loadguard.demo import elastic_plan
 from loadguard.errors import EngineError, UsageError
@@ -64,7 +67,10 @@ class Targets:
     """The target of each run: a fresh one per ``open``, or, with ``cfg.share_target``,
     the one opened first, kept until ``close``; every later ``open`` first waits until
     it serves again after the previous run (``wait_recovered``) and resets it
-    (``reset_shared``)."""
+    (``reset_shared``).
+
+    While open, SIGTERM stops the evaluation as Ctrl-C does (``KeyboardInterrupt``), so
+    the targets are stopped on the way out instead of outliving a killed harness."""
 
     def __init__(self, cfg: EvalConfig) -> None:
         self.cfg = cfg
@@ -89,10 +95,28 @@ class Targets:
         self._stack.close()
 
     def __enter__(self) -> Targets:
+        self._stack.enter_context(interrupt_on_sigterm())
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+@contextmanager
+def interrupt_on_sigterm() -> Iterator[None]:
+    """SIGTERM raises ``KeyboardInterrupt`` in the ``with`` block (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(_signum: int, _frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 #: How long a shared target may take to drain the previous run's load.

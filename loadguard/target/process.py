@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import queue
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -29,6 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TypeVar
 
+from loadguard.child import die_with_parent
 from loadguard.errors import EngineError
 
 READY_PREFIX = "loadguard target ready:"
@@ -134,7 +136,13 @@ def start_server_command(
         argv += ["--port", "0"]
     argv += list(options)
     proc = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        bufsize=1,
+        # SIGTERM when the caller dies, even by SIGKILL: the server stops what it started.
+        preexec_fn=die_with_parent(signal.SIGTERM),
     )
     lines: queue.Queue[str | None] = queue.Queue()
     output: list[str] = []

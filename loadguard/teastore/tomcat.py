@@ -14,15 +14,14 @@ LoadGuard.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
+from loadguard.child import die_with_parent
 from loadguard.teastore.build import Build
 from loadguard.teastore.conf import render_context_xml, render_server_xml
 from loadguard.teastore.layout import TomcatSpec, war_name
@@ -35,7 +34,6 @@ ADD_OPENS: tuple[str, ...] = (
     "--add-opens=java.base/java.util.concurrent=ALL-UNNAMED",
     "--add-opens=java.rmi/sun.rmi.transport=ALL-UNNAMED",
 )
-_PR_SET_PDEATHSIG = 1
 
 
 def java_command(java: str, home: Path, base: Path, heap: str) -> list[str]:
@@ -78,12 +76,6 @@ def prepare(
         (base / "logs").symlink_to(logs.resolve(), target_is_directory=True)
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
-    with contextlib.suppress(Exception):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
 class Tomcat:
     """A started Tomcat JVM (the leader of its own process group)."""
 
@@ -99,7 +91,7 @@ class Tomcat:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+                preexec_fn=die_with_parent(signal.SIGKILL),
             )
 
     @property
