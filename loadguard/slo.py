@@ -48,7 +48,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loadguard.errors import SloSpecError
+from loadguard.durations import parse_duration_s
+from loadguard.errors import SloSpecError, UsageError
 from loadguard.observation import Observation, Zone
 from loadguard.stats import LabelStats, WindowStats
 
@@ -65,7 +66,6 @@ METRICS: dict[str, str] = {
 _SETTINGS = ("warn_margin", "min_samples", "window", "min_rate", "max_rate")
 _KEYS = (*METRICS, *_SETTINGS)
 
-_DURATION = re.compile(r"^\s*(-?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(ms|s)\s*$")
 _PERCENT = re.compile(r"^\s*(-?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*%\s*$")
 _RATE = re.compile(r"^\s*(-?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(/s|/min)?\s*$")
 _NUMBER = r"^\s*-?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?\s*"
@@ -75,17 +75,13 @@ ZERO_LIMIT_PRESSURE = 10.0
 
 
 def parse_duration_ms(key: str, value: object) -> float:
-    """``"250ms"`` -> 250.0, ``"1.5s"`` -> 1500.0; the unit is required."""
-    text = str(value)
-    match = _DURATION.match(text)
-    if match is None:
-        if re.match(_NUMBER + "$", text):
-            raise SloSpecError(f"{key}: missing unit in {text!r} (write e.g. 250ms or 1s)")
-        raise SloSpecError(f"{key}: bad duration {text!r} (write e.g. 250ms or 1s)")
-    number = float(match.group(1))
-    if not math.isfinite(number) or number < 0:
-        raise SloSpecError(f"{key}: negative or non-finite value {text!r}")
-    return number * (1.0 if match.group(2) == "ms" else 1000.0)
+    """``"250ms"`` -> 250.0, ``"1.5s"`` -> 1500.0, ``"1m"`` -> 60000.0; the unit is required.
+
+    The one duration parser (``loadguard.durations``), with ``SloSpecError`` and the key."""
+    try:
+        return parse_duration_s(value, what=key) * 1000.0
+    except UsageError as exc:
+        raise SloSpecError(f"{exc.message} (write e.g. 250ms or 1s)") from None
 
 
 def parse_percent(key: str, value: object) -> float:
