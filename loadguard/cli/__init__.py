@@ -116,6 +116,9 @@ def _register() -> None:
     from loadguard.cli import teastore_cmd
 
     cli.add_command(teastore_cmd.teastore)
+    from loadguard.cli import table_cmd
+
+    cli.add_command(table_cmd.options_table)
 
 
 _register()

@@ -145,3 +145,11 @@ def test_policy_choices_are_the_registry() -> None:
                 assert set(opt.type.choices) == set(POLICIES), path
                 assert opt.default == DEFAULT_POLICY, path
 
+
+def test_docs_cli_md_is_the_generated_table() -> None:
+    from pathlib import Path
+
+    from loadguard.cli.table_cmd import COMMAND, render
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
+    assert doc.read_text(encoding="utf-8") == render(cli), f"run: {COMMAND}"
