@@ -43,10 +43,10 @@ def engines(
 ) -> None:
     """Check every engine: reachable or not, JMeter version, active threads, current rate.
 
-    Each engine is asked over its BeanShell session port (in parallel, each bounded by
-    --timeout) with one fixed script: no user text is sent. With --remote, each RMI
-    registry port is checked too (a TCP connect). Exit 3 if any engine (or RMI port)
-    does not answer.
+    Give -e once per engine. Each engine is asked over its BeanShell session port
+    (in parallel, each bounded by --timeout) with one fixed script: no user text is
+    sent. With --remote, each RMI registry port is checked too (a TCP connect). Exit 3
+    if any engine (or RMI port) does not answer.
 
     --json prints one object: {"engines": [one object per engine: engine, reachable,
     version, active_threads, rate_property, rate_rps, elapsed_ms, error], "rmi": [{"remote":

@@ -28,6 +28,7 @@ def _line(ack: EngineAck) -> str:
 def push(engines: tuple[str, ...], rate: float | None, get_: bool, timeout: Seconds) -> None:
     """Set (or read back) the Elastic Timer rate of running JMeter engines.
 
+    Give -e once per engine; a total rate is split by the engines' weights.
     Talks to each engine's BeanShell server, so JMeter must run with
     -Jbeanshell.server.port=P -Jbeanshell.server.file= and PORT here is P+1. The rate
     lands in property loadguard.tpm (samples/min) and is confirmed by reading it back.

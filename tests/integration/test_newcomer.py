@@ -198,8 +198,9 @@ def test_run_reads_plan_relative_files_refuses_a_used_folder_and_reports(
     metrics = newcomer.loadguard("metrics", "results/run1/results.jtl", "--json")
     assert metrics.returncode == 0 and '"overall"' in metrics.stdout, metrics.stderr[-2000:]
     compare = newcomer.loadguard(
-        "compare", "results/run1", "results/run1", "--name", "a", "--name", "b", "--html", "cmp.html"
-    )
+        "compare", "results/run1", "results/run1", "--name", "a", "--name", "b",
+        "--html", "cmp.html",
+    )  # fmt: skip
     assert compare.returncode == 0, compare.stderr[-2000:]
     assert (newcomer.work / "cmp.html").stat().st_size > 0
     (newcomer.work / "slo.toml").write_text('[slo]\np95 = "250ms"\nerror_rate = "1%"\n')
