@@ -12,7 +12,7 @@ import click
 
 from loadguard.cli.options import DURATION, layout_option, port_option, rebuild_option
 from loadguard.durations import Seconds
-from loadguard.errors import EngineError, UsageError
+from loadguard.errors import UsageError
 from loadguard.teastore.build import ensure_build
 from loadguard.teastore.runner import TeaStoreOptions, running_teastore
 from loadguard.teastore.source import resolve_source
@@ -123,12 +123,7 @@ def teastore(
             )
             click.echo(format_ready_line(store.url, store.port))
             while True:
-                for t in store.tomcats:
-                    if not t.alive():
-                        raise EngineError(
-                            f"Tomcat {t.spec.name} exited with code {t.proc.returncode}; "
-                            f"see {t.out_path}"
-                        )
+                store.check_alive()
                 time.sleep(1.0)
     except KeyboardInterrupt:
         _info("stopped every Tomcat")
