@@ -30,10 +30,8 @@ EXPECTED = "a number with a unit (us, ms, s, m, h), e.g. 300ms or 2s"
 
 
 class Seconds(float):
-    """A duration already parsed (in seconds); ``str`` gives it back with its unit."""
-
-    def __str__(self) -> str:
-        return format_duration(self)
+    """A duration already parsed (in seconds). It prints as a plain float, so it can go
+    anywhere a float goes; ``format_duration`` gives it back with its unit."""
 
 
 def parse_duration_s(text: object, *, what: str = "duration") -> Seconds:

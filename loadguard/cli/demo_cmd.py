@@ -19,7 +19,7 @@ from loadguard.cli.options import (
     quiet_option,
 )
 from loadguard.demo import DemoOptions, run_demo
-from loadguard.durations import Seconds
+from loadguard.durations import Seconds, format_duration
 
 #: The demo's SLO when none is given (the paper's scenario).
 DEFAULT_P95 = DemoOptions.p95
@@ -62,7 +62,7 @@ def demo(
         out_dir=out_dir,
         duration_s=duration,
         policy=policy,
-        p95=DEFAULT_P95 if p95 is None else str(p95),
+        p95=DEFAULT_P95 if p95 is None else format_duration(p95),
         error_rate=DEFAULT_ERROR_RATE if error_rate is None else error_rate,
         force=force,
         quiet=quiet,

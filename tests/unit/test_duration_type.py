@@ -40,7 +40,8 @@ def test_bad_values_say_why(text: str, why: str) -> None:
 
 
 def test_seconds_print_with_their_unit() -> None:
-    assert str(parse_duration_s("300ms")) == "300ms"
+    assert format_duration(parse_duration_s("300ms")) == "300ms"
+    assert str(parse_duration_s("60s")) == "60.0"  # prints as the float it is
     assert format_duration(0) == "0s"
     assert parse_duration_s(format_duration(120)) == 120.0
 
