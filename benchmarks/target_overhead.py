@@ -1,6 +1,6 @@
 """Benchmark: the demo target's own overhead, with 1 worker at zero service time.
 
-With ``--workers 1 --service 0`` every request passes the capacity gate (FcfsQueue
+With ``--workers 1 --service 0s`` every request passes the capacity gate (FcfsQueue
 offer, service draw, routing, page rendering, cookie parsing) but never waits, so what is
 left is the server's overhead. Measured against a reference measured in the same run:
 a bare aiohttp server returning the same home page bytes with no gate. Both run as child
@@ -84,7 +84,7 @@ def reference() -> Iterator[Server]:
 
 @contextmanager
 def target() -> Iterator[Server]:
-    options = ["--model", "mmc", "--workers", "1", "--service", "0", "--queue", "10000"]
+    options = ["--model", "mmc", "--workers", "1", "--service", "0s", "--queue", "10000"]
     with spawn_target(options) as t:
         yield Server(t.port, t.proc.pid)
 

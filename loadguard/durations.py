@@ -1,10 +1,11 @@
-"""Durations as people type them on the command line: ``300ms``, ``1.5s``, ``2m``, ``1h``.
+"""Durations as people type them: ``300ms``, ``1.5s``, ``2m``, ``1h``: the one parser.
 
-CLI durations go through ``parse_duration_s`` (``--service 50ms``, ``--duration 10m``,
-``metrics --window 10s`` ...). A unit is required, except for a bare ``0`` and where a
-command documents a default unit (``bare_unit``). The SLO's values -- its thresholds and
-its window, also ``run``/``attach --window`` -- have their own stricter parser in
-``loadguard.slo`` (ms or s only, with the key in the error).
+Every duration LoadGuard reads goes through ``parse_duration_s``: every CLI duration
+option (through ``loadguard.cli.options.DURATION``), the SLO thresholds and window of
+``loadguard.slo``, service times, capacity changes. A unit is always required (``0s``, not
+``0``), so ``--timeout 5`` is refused instead of being read as seconds in one command and
+milliseconds in another. A parsed value is a ``Seconds``, so code that also reads
+strings (an SLO file) knows it has already been checked.
 """
 
 from __future__ import annotations
@@ -22,33 +23,40 @@ _UNITS_S: dict[str, float] = {
     "min": 60.0,
     "h": 3600.0,
 }
-_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(us|ms|s|min|m|h)?\s*$")
+_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(us|ms|s|min|m|h)\s*$")
+_BARE = re.compile(r"^\s*-?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?\s*$")
+#: What every duration error says a duration looks like.
+EXPECTED = "a number with a unit (us, ms, s, m, h), e.g. 300ms or 2s"
 
 
-def parse_duration_s(text: str, *, what: str = "duration", bare_unit: str | None = None) -> float:
+class Seconds(float):
+    """A duration already parsed (in seconds). It prints as a plain float, so it can go
+    anywhere a float goes; ``format_duration`` gives it back with its unit."""
+
+
+def parse_duration_s(text: object, *, what: str = "duration") -> Seconds:
     """Seconds in ``text`` (``300ms`` -> 0.3); raises ``UsageError`` on anything else.
 
-    ``bare_unit``: the unit of a number written without one (``None``: not allowed)."""
-    if text.strip() == "0":
-        return 0.0
-    match = _DURATION.match(text)
-    if match is not None and match.group(2) is None:
-        if bare_unit is None:
-            match = None
-        else:
-            return float(match.group(1)) * _UNITS_S[bare_unit]
+    A ``Seconds`` passes through unchanged. The message is one line and names ``what``."""
+    if isinstance(text, Seconds):
+        return text
+    raw = str(text)
+    match = _DURATION.match(raw)
     if match is None:
-        raise UsageError(f"bad {what} {text!r}: expected a number with a unit, e.g. 300ms or 2s")
+        why = "missing unit" if _BARE.match(raw) else "bad duration"
+        if raw.strip().startswith("-"):
+            why = "negative duration"
+        raise UsageError(f"{what}: {why} {raw!r}: expected {EXPECTED}")
     value = float(match.group(1)) * _UNITS_S[match.group(2)]
     if not math.isfinite(value):
-        raise UsageError(f"bad {what} {text!r}: not finite")
-    return value
+        raise UsageError(f"{what}: {raw!r} is not finite")
+    return Seconds(value)
 
 
 def format_duration(seconds: float) -> str:
-    """Shortest exact-enough form: 0.05 -> ``50ms``, 120 -> ``120s``."""
+    """Shortest exact-enough form, always with a unit: 0.05 -> ``50ms``, 120 -> ``120s``."""
     if seconds == 0:
-        return "0"
+        return "0s"
     if seconds < 1.0:
         return f"{seconds * 1000:g}ms"
     return f"{seconds:g}s"

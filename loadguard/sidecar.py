@@ -101,6 +101,30 @@ class SidecarConfig:
     engine_max_rate: float | None = None
     sample_sender: str = DEFAULT_SAMPLE_SENDER
 
+    def __post_init__(self) -> None:
+        """Refuse a config the loop cannot run (the CLI only prints these errors)."""
+        if self.tick_ms < 100:
+            raise UsageError(f"--tick: must be at least 100ms, got {self.tick_ms}ms")
+        if not self.initial_rate > 0:
+            raise UsageError("--initial-rate: must be > 0 req/s")
+        if self.auto_stop is not None and self.auto_stop < 1:
+            raise UsageError(f"--auto-stop: must be >= 1, got {self.auto_stop}")
+        if self.lag_ms < 0:
+            raise UsageError("--actuation-lag: must be >= 0")
+        if "lag_ms" in self.policy_params:
+            raise UsageError("--param lag_ms: give the actuation lag as --actuation-lag")
+        if self.idle_exit_ms <= 0 or (self.duration_ms is not None and self.duration_ms <= 0):
+            raise UsageError("--idle-exit and --duration: must be > 0")
+        if self.engine_max_rate is not None and not self.remotes:
+            raise UsageError("--engine-max-rate needs --remote")
+        if self.engine_max_rate is not None and not self.engine_max_rate > 0:
+            raise UsageError("--engine-max-rate: must be > 0 req/s")
+        if self.remotes and len(self.remotes) != len(self.engines):
+            raise UsageError(
+                f"{len(self.remotes)} --remote engine(s) but {len(self.engines)} --engine "
+                "port(s): give one --engine HOST:BSHPORT per remote engine, in the same order"
+            )
+
 
 def preflight(paths: Paths) -> None:
     """Fail before anything starts if an output cannot be written."""

@@ -48,7 +48,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loadguard.errors import SloSpecError
+from loadguard.durations import parse_duration_s
+from loadguard.errors import SloSpecError, UsageError
 from loadguard.observation import Observation, Zone
 from loadguard.stats import LabelStats, WindowStats
 
@@ -65,7 +66,6 @@ METRICS: dict[str, str] = {
 _SETTINGS = ("warn_margin", "min_samples", "window", "min_rate", "max_rate")
 _KEYS = (*METRICS, *_SETTINGS)
 
-_DURATION = re.compile(r"^\s*(-?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(ms|s)\s*$")
 _PERCENT = re.compile(r"^\s*(-?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*%\s*$")
 _RATE = re.compile(r"^\s*(-?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(/s|/min)?\s*$")
 _NUMBER = r"^\s*-?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?\s*"
@@ -92,9 +92,13 @@ def _with_unit(
 
 
 def parse_duration_ms(key: str, value: object) -> float:
-    """``"250ms"`` -> 250.0, ``"1.5s"`` -> 1500.0; the unit is required."""
-    number, match = _with_unit(key, value, _DURATION, "duration", "250ms or 1s")
-    return number * (1.0 if match.group(2) == "ms" else 1000.0)
+    """``"250ms"`` -> 250.0, ``"1.5s"`` -> 1500.0, ``"1m"`` -> 60000.0; the unit is required.
+
+    The one duration parser (``loadguard.durations``), with ``SloSpecError`` and the key."""
+    try:
+        return parse_duration_s(value, what=key) * 1000.0
+    except UsageError as exc:
+        raise SloSpecError(f"{exc.message} (write e.g. 250ms or 1s)") from None
 
 
 def parse_percent(key: str, value: object) -> float:

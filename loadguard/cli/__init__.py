@@ -32,6 +32,9 @@ class LoadGuardGroup(click.Group):
         except click.UsageError as exc:
             # click's own parameter errors, on one line like ours (exit 2).
             message = " ".join(exc.format_message().split())
+            if isinstance(exc, click.BadParameter) and isinstance(exc.param, click.Option):
+                # ``--p95: missing unit '250': ...``: the option first, as our errors do.
+                message = f"{max(exc.param.opts, key=len)}: {' '.join(exc.message.split())}"
             hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
             click.echo(f"error: {message}{hint}", err=True)
             sys.exit(2)
@@ -113,6 +116,9 @@ def _register() -> None:
     from loadguard.cli import teastore_cmd
 
     cli.add_command(teastore_cmd.teastore)
+    from loadguard.cli import table_cmd
+
+    cli.add_command(table_cmd.options_table)
 
 
 _register()

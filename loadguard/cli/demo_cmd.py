@@ -9,32 +9,37 @@ from pathlib import Path
 
 import click
 
+from loadguard.cli.options import (
+    duration_option,
+    error_rate_option,
+    force_option,
+    out_option,
+    p95_option,
+    policy_option,
+    quiet_option,
+)
 from loadguard.demo import DemoOptions, run_demo
-from loadguard.durations import parse_duration_s
-from loadguard.policies import DEFAULT_POLICY
+from loadguard.durations import Seconds, format_duration
+
+#: The demo's SLO when none is given (the paper's scenario).
+DEFAULT_P95 = DemoOptions.p95
+DEFAULT_ERROR_RATE = DemoOptions.error_rate
 
 
 @click.command("demo")
-@click.option("--duration", default="180s", show_default=True, help="Length of the run.")
-@click.option(
-    "--out", type=click.Path(file_okay=False), help="Run folder (default results/<timestamp>)."
-)
-@click.option(
-    "--policy",
-    type=click.Choice(["knee", "threezone", "aimd", "gradient", "search"]),
-    default=DEFAULT_POLICY,
-    show_default=True,
-)
-@click.option("--p95", default="250ms", show_default=True, help="p95 SLO.")
-@click.option("--error-rate", default="1%", show_default=True, help="Error-rate SLO.")
-@click.option("--force", is_flag=True, help="Replace an earlier run in --out instead of refusing.")
-@click.option("-q", "--quiet", is_flag=True, help="No live console.")
+@duration_option("180s")
+@out_option
+@policy_option
+@p95_option
+@error_rate_option
+@force_option
+@quiet_option
 def demo(
-    duration: str,
-    out: str | None,
+    duration: Seconds,
+    out: Path | None,
     policy: str,
-    p95: str,
-    error_rate: str,
+    p95: Seconds | None,
+    error_rate: str | None,
     force: bool,
     quiet: bool,
 ) -> None:
@@ -42,21 +47,23 @@ def demo(
 
     The paper's scenario: an 800 req/s stress ceiling against a target whose real
     SLO-compliant capacity is far lower (M/M/8, 50 ms service: lambda* = 144 req/s at
-    p95 <= 250 ms). Leaves results/<timestamp>/ with results.jtl, decisions.csv,
+    p95 <= 250 ms). The SLO is --p95 (default 250ms) and --error-rate (default 1%).
+    Leaves --out (default results/<timestamp>/) with results.jtl, decisions.csv,
     summary.json, report.html and jmeter.log.
 
     \b
     Example:
       loadguard demo --duration 3m --policy gradient
+      loadguard demo --p95 300ms --out results/demo --force
     """
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
-    out_dir = Path(out) if out else Path("results") / datetime.now().strftime("%Y%m%d-%H%M%S")
+    out_dir = out or Path("results") / datetime.now().strftime("%Y%m%d-%H%M%S")
     opts = DemoOptions(
         out_dir=out_dir,
-        duration_s=parse_duration_s(duration, what="--duration"),
+        duration_s=duration,
         policy=policy,
-        p95=p95,
-        error_rate=error_rate,
+        p95=DEFAULT_P95 if p95 is None else format_duration(p95),
+        error_rate=DEFAULT_ERROR_RATE if error_rate is None else error_rate,
         force=force,
         quiet=quiet,
     )

@@ -8,6 +8,8 @@ import click
 
 from loadguard.actuator.engine_info import EngineInfo, describe_engines
 from loadguard.actuator.engines import Engine
+from loadguard.cli.options import engine_option, json_option, remote_option, timeout_option
+from loadguard.durations import Seconds
 from loadguard.errors import ActuatorError, UsageError
 from loadguard.jmeter.remote import parse_remotes, port_open
 
@@ -32,35 +34,32 @@ def _line(info: EngineInfo) -> str:
 
 
 @click.command("engines")
-@click.option(
-    "-e", "--engine", "engines", multiple=True, required=True, metavar="HOST:PORT[:WEIGHT]",
-    help="BeanShell session port (beanshell.server.port + 1); repeat for every engine.",
-)  # fmt: skip
-@click.option(
-    "--remote",
-    "remotes",
-    multiple=True,
-    help="Also check each engine's RMI registry port HOST:RMIPORT[,...] (TCP connect).",
-)
-@click.option("--timeout", default=3.0, show_default=True, help="Seconds per engine.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per engine, in a list.")
+@engine_option(required=True)
+@remote_option
+@timeout_option
+@json_option
 def engines(
-    engines: tuple[str, ...], remotes: tuple[str, ...], timeout: float, as_json: bool
+    engines: tuple[str, ...], remotes: tuple[str, ...], timeout: Seconds, as_json: bool
 ) -> None:
     """Check every engine: reachable or not, JMeter version, active threads, current rate.
 
-    Each engine is asked over its BeanShell session port (in parallel, each bounded by
-    --timeout) with one fixed script: no user text is sent. Exit 3 if any engine (or
-    RMI port given with --remote) does not answer.
+    Give -e once per engine. Each engine is asked over its BeanShell session port
+    (in parallel, each bounded by --timeout) with one fixed script: no user text is
+    sent. With --remote, each RMI registry port is checked too (a TCP connect). Exit 3
+    if any engine (or RMI port) does not answer.
+
+    --json prints one object: {"engines": [one object per engine: engine, reachable,
+    version, active_threads, rate_property, rate_rps, elapsed_ms, error], "rmi": [{"remote":
+    HOST:PORT, "open": true|false}]} ("rmi" only with --remote).
 
     \b
     Example:
-      loadguard engines --engine 10.0.0.5:9001 --engine 10.0.0.6:9001
+      loadguard engines --engine 10.0.0.5:9001 --engine 10.0.0.6:9001 --timeout 2s
       loadguard engines -e 10.0.0.5:9001 -e 10.0.0.6:9001 --remote 10.0.0.5:1099,10.0.0.6:1099
       loadguard engines -e 127.0.0.1:9001 --json
     """
     if not timeout > 0:
-        raise UsageError("--timeout must be > 0")
+        raise UsageError("--timeout: must be > 0")
     parsed = [Engine.parse(e) for e in engines]
     infos = describe_engines(parsed, timeout_s=timeout)
     rmi = [(r.spec, port_open(r.host, r.port, timeout)) for r in parse_remotes(remotes)]

@@ -11,15 +11,23 @@ from types import FrameType
 
 import click
 
+from loadguard.cli.options import (
+    DURATION,
+    FILE,
+    duration_option,
+    force_option,
+    layout_option,
+    out_option,
+    seed_option,
+)
 from loadguard.cli.suite_cmd import run_suite_command
 from loadguard.cli.suite_real_cmd import run_real_suite_command
-from loadguard.durations import parse_duration_s
+from loadguard.durations import Seconds
 from loadguard.errors import UsageError
 from loadguard.evaluate.config import EvalConfig, teastore_overrides
 from loadguard.evaluate.harness import evaluate, rerender
 from loadguard.evaluate.schemes import SCHEMES, parse_schemes
 from loadguard.evaluate.targets import TARGETS
-from loadguard.teastore.layout import LAYOUTS
 
 
 def _rates(text: str) -> tuple[float, ...]:
@@ -54,13 +62,7 @@ def _command_line() -> str:
     help="emulator: loadguard target (M/M/c); teastore: the real TeaStore (loadguard "
     "teastore, a fresh one per run) with examples/teastore/teastore-browse.jmx, p95 <= 500ms.",
 )
-@click.option(
-    "--teastore-layout",
-    type=click.Choice(LAYOUTS),
-    default="single",
-    show_default=True,
-    help="--target teastore: one Tomcat, or one per service.",
-)
+@layout_option
 @click.option(
     "--teastore-reset",
     is_flag=True,
@@ -97,25 +99,22 @@ def _command_line() -> str:
     help="Comma-separated subset of " + ", ".join(s.name for s in SCHEMES) + " (default all).",
 )
 @click.option("--repetitions", type=int, help="Runs per scheme (default 5; quick 1).")
-@click.option("--duration", help="Length of every run (default 180s; quick 20s).")
-@click.option("--steady-after", default="120s", show_default=True, help="Steady-state cut-off.")
-@click.option("--seed", type=int, default=1, show_default=True, help="Base seed of the targets.")
-@click.option("--sweep-rates", help="λ* sweep rates, req/s (default 100,120,130,140,150,160).")
-@click.option("--sweep-seconds", help="Length of each sweep point (default 30s).")
+@duration_option()
 @click.option(
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Folder for the runs (default results/evaluate-<timestamp>).",
-)
+    "--steady-after", type=DURATION, default="120s", show_default=True,
+    help="Steady-state cut-off.",
+)  # fmt: skip
+@seed_option
+@click.option("--sweep-rates", help="λ* sweep rates, req/s (default 100,120,130,140,150,160).")
+@click.option("--sweep-duration", type=DURATION, help="Length of each sweep point (default 30s).")
+@out_option
 @click.option(
     "--doc",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FILE,
     help="Markdown report to write (default <out>/evaluation.md; PNGs and runs.csv beside "
     "it in a folder of the same name).",
 )
-@click.option(
-    "--force", is_flag=True, help="Replace an earlier evaluation in --out instead of refusing."
-)
+@force_option
 @click.option(
     "--render-only",
     is_flag=True,
@@ -124,7 +123,7 @@ def _command_line() -> str:
 )
 def evaluate_cmd(
     target_kind: str,
-    teastore_layout: str,
+    layout: str,
     teastore_reset: bool,
     suite: bool,
     real: bool,
@@ -136,11 +135,11 @@ def evaluate_cmd(
     quick: bool,
     schemes: tuple[str, ...],
     repetitions: int | None,
-    duration: str | None,
-    steady_after: str,
+    duration: Seconds | None,
+    steady_after: Seconds,
     seed: int,
     sweep_rates: str | None,
-    sweep_seconds: str | None,
+    sweep_duration: Seconds | None,
     out: Path | None,
     doc: Path | None,
 ) -> None:
@@ -149,12 +148,15 @@ def evaluate_cmd(
     Each scheme runs REPETITIONS times, every run the same length on a new target
     process; λ* is measured first by a fixed-rate step sweep. Writes runs.csv, one PNG
     per scheme and a Markdown report with the table in the paper's shape
-    (docs/evaluation.md describes every figure).
+    (docs/evaluation.md describes every figure). --duration is every run's length
+    (default 180s; quick 20s); --layout applies to --target teastore; --out is the
+    folder for the runs (default results/evaluate-<timestamp>); --seed the targets'
+    base seed.
 
     \b
     Example:
       loadguard evaluate --quick
-      loadguard evaluate --quick --target teastore
+      loadguard evaluate --quick --target teastore --layout per-service
       loadguard evaluate --repetitions 2 --duration 120s --doc docs/evaluation.md
       loadguard evaluate --schemes FFA,gradient --repetitions 1 --duration 60s
       loadguard evaluate --suite --quick --doc docs/controller.md
@@ -186,7 +188,7 @@ def evaluate_cmd(
     out_dir = out or Path("results") / datetime.now().strftime("evaluate-%Y%m%d-%H%M%S")
     overrides: dict[str, object] = {
         "seed": seed,
-        "steady_after_s": parse_duration_s(steady_after, what="--steady-after"),
+        "steady_after_s": steady_after,
         "command": _command_line(),
     }
     if schemes:
@@ -196,16 +198,15 @@ def evaluate_cmd(
             raise UsageError("--repetitions: must be >= 1")
         overrides["repetitions"] = repetitions
     if duration is not None:
-        d = parse_duration_s(duration, what="--duration")
-        if d < 20:
+        if duration < 20:
             raise UsageError("--duration: at least 20s (two 10 s windows)")
-        overrides["duration_s"] = d
+        overrides["duration_s"] = duration
     if sweep_rates is not None:
         overrides["sweep_rates"] = _rates(sweep_rates)
-    if sweep_seconds is not None:
-        overrides["sweep_seconds"] = parse_duration_s(sweep_seconds, what="--sweep-seconds")
+    if sweep_duration is not None:
+        overrides["sweep_seconds"] = sweep_duration
     if target_kind == "teastore":
-        overrides |= teastore_overrides(teastore_layout, quick, overrides, reset=teastore_reset)
+        overrides |= teastore_overrides(layout, quick, overrides, reset=teastore_reset)
     elif teastore_reset:
         raise UsageError("--teastore-reset: only with --target teastore")
     cfg = (
@@ -214,7 +215,7 @@ def evaluate_cmd(
         else EvalConfig(out_dir=out_dir, **overrides)  # type: ignore[arg-type]
     )
     if cfg.sweep_warmup_s >= cfg.sweep_seconds:
-        raise UsageError("--sweep-seconds: must be longer than the 10 s warm-up")
+        raise UsageError("--sweep-duration: must be longer than the 10 s warm-up")
     # SIGTERM unwinds like Ctrl-C, so every target and JMeter started is stopped.
     signal.signal(signal.SIGTERM, _terminate)
     if render_only:

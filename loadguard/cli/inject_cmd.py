@@ -8,10 +8,15 @@ from pathlib import Path
 
 import click
 
-from loadguard.actuator.elastic_timer import DEFAULT_INITIAL_RATE_RPS, RATE_PROPERTY
+from loadguard.cli.options import (
+    initial_rate_option,
+    max_rate_option,
+    p95_option,
+    thread_group_option,
+)
+from loadguard.durations import Seconds
 from loadguard.errors import JmxError, UsageError
 from loadguard.jmx import inject_elastic_timer
-from loadguard.slo import parse_duration_ms, parse_rate_rps
 
 
 def _read(path: Path) -> bytes:
@@ -39,53 +44,45 @@ def _write_atomic(path: Path, data: bytes) -> None:
 
 @click.command("inject")
 @click.argument("plan", type=click.Path(path_type=Path, dir_okay=False))
-@click.option(
-    "-o", "--out", type=click.Path(path_type=Path, dir_okay=False), required=True,
-    help="Plan to write (never the input itself).",
-)  # fmt: skip
-@click.option(
-    "--thread-group", "thread_groups", multiple=True, metavar="NAME",
-    help="Only this thread group (repeat). Default: all enabled ones but setUp/tearDown.",
-)  # fmt: skip
-@click.option(
-    "--initial-rate", default=str(DEFAULT_INITIAL_RATE_RPS), show_default=True,
-    help=f"Rate (req/s per engine; 5, 5/s, 300/min) while {RATE_PROPERTY} is unset.",
-)  # fmt: skip
-@click.option("--max-rate", help="Highest rate you will push (req/s): checks thread counts.")
-@click.option("--p95", help="SLO latency for the thread-count check, e.g. 300ms.")
+@click.argument("output", type=click.Path(path_type=Path, dir_okay=False))
+@thread_group_option
+@initial_rate_option
+@max_rate_option
+@p95_option
 def inject(
     plan: Path,
-    out: Path,
+    output: Path,
     thread_groups: tuple[str, ...],
-    initial_rate: str,
-    max_rate: str | None,
-    p95: str | None,
+    initial_rate: float,
+    max_rate: float | None,
+    p95: Seconds | None,
 ) -> None:
-    """Add the LoadGuard Elastic Timer to a JMeter plan's thread groups.
+    """Write PLAN with the LoadGuard Elastic Timer in its thread groups to OUTPUT.
 
     The timer reads property loadguard.tpm (samples/min, the engine's total) that
     `loadguard push` and the controller set at runtime; a push takes hold within a
     fraction of a second. Everything else in the plan is left byte-for-byte as it was:
     the output differs only by the added lines. Warns about throughput timers that
     would fight it, and (with --max-rate and --p95) about too few threads
-    (Little's law: threads >= rate x latency).
+    (Little's law: threads >= rate x latency). --initial-rate is the rate (req/s per
+    engine) while loadguard.tpm is unset. OUTPUT is never PLAN itself.
 
     \b
     Example:
-      loadguard inject plan.jmx -o plan.elastic.jmx --max-rate 200 --p95 300ms
-      loadguard inject plan.jmx -o out.jmx --thread-group Checkout --initial-rate 5
+      loadguard inject plan.jmx plan.elastic.jmx --max-rate 200 --p95 300ms
+      loadguard inject plan.jmx out.jmx --thread-group Checkout --initial-rate 5
     """
-    if out.resolve() == plan.resolve():
-        raise UsageError("-o must differ from the input plan")
+    if output.resolve() == plan.resolve():
+        raise UsageError("OUTPUT must differ from the input PLAN")
     result = inject_elastic_timer(
         _read(plan),
         thread_groups=thread_groups,
-        initial_rate_rps=parse_rate_rps("--initial-rate", initial_rate),
-        max_rate_rps=None if max_rate is None else parse_rate_rps("--max-rate", max_rate),
-        latency_ms=None if p95 is None else parse_duration_ms("--p95", p95),
+        initial_rate_rps=initial_rate,
+        max_rate_rps=max_rate,
+        latency_ms=None if p95 is None else p95 * 1000.0,
     )
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
-    _write_atomic(out, result.xml)
+    _write_atomic(output, result.xml)
     groups = ", ".join(repr(n) for n in result.injected)
-    click.echo(f"injected the Elastic Timer into {groups}: {out}")
+    click.echo(f"injected the Elastic Timer into {groups}: {output}")

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
+from loadguard.cli.options import jmeter_home_option, quiet_option, rebuild_option
 from loadguard.jmeter.home import find_jmeter_home
 from loadguard.jmeter.install import JMETER_VERSION, install
 
@@ -20,31 +23,33 @@ def jmeter() -> None:
 
 @jmeter.command("install")
 @click.option(
-    "--source",
+    "--from",
+    "source",
     type=click.Choice(["maven", "apache"]),
     default="maven",
     show_default=True,
     help="maven: assemble from Maven artifacts; apache: official zip, SHA-512 verified.",
 )
-@click.option("--force", is_flag=True, help="Rebuild even if the cache holds a complete home.")
+@rebuild_option
 @click.option("--no-plugins", is_flag=True, help="Skip the jmeter-plugins thread groups/timers.")
-@click.option("-q", "--quiet", is_flag=True, help="Print only the home directory.")
-def install_cmd(source: str, force: bool, no_plugins: bool, quiet: bool) -> None:
+@quiet_option
+def install_cmd(source: str, rebuild: bool, no_plugins: bool, quiet: bool) -> None:
     """Provision JMeter 5.6.3 (+ jmeter-plugins) into $LOADGUARD_HOME (~/.cache/loadguard).
 
     Idempotent: a second run finds the complete home and returns in well under a second.
+    --quiet prints only the home directory.
 
     \b
     Example:
       loadguard jmeter install
-      LOADGUARD_HOME=/opt/lg loadguard jmeter install --source apache
+      LOADGUARD_HOME=/opt/lg loadguard jmeter install --from apache
     """
 
     def log(msg: str) -> None:
         if not quiet:
             click.echo(msg, err=True)
 
-    result = install(source=source, force=force, with_plugins=not no_plugins, log=log)
+    result = install(source=source, force=rebuild, with_plugins=not no_plugins, log=log)
     if quiet:
         click.echo(str(result.home))
         return
@@ -55,8 +60,8 @@ def install_cmd(source: str, force: bool, no_plugins: bool, quiet: bool) -> None
 
 
 @jmeter.command("path")
-@click.option("--jmeter-home", type=click.Path(file_okay=False), help="Explicit JMeter home.")
-def path_cmd(jmeter_home: str | None) -> None:
+@jmeter_home_option
+def path_cmd(jmeter_home: Path | None) -> None:
     """Print the JMeter home LoadGuard would use.
 
     Search order: --jmeter-home, $JMETER_HOME, the LoadGuard cache, `jmeter` on PATH.

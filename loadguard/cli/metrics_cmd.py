@@ -10,7 +10,15 @@ from pathlib import Path
 
 import click
 
-from loadguard.durations import parse_duration_s
+from loadguard.cli.options import (
+    DURATION,
+    jmeter_property_option,
+    json_option,
+    jtl_format_options,
+    label_options,
+    window_option,
+)
+from loadguard.durations import Seconds
 from loadguard.errors import JtlError, UsageError
 from loadguard.jtl.columns import (
     JtlFormat,
@@ -25,17 +33,11 @@ from loadguard.stats import LabelStats, WindowStats
 from loadguard.window import Window
 
 
-def parse_duration_ms(text: str, option: str, minimum_ms: int = 1) -> int:
-    """``10s``, ``500ms``, ``2m``, ``1h`` (a bare number is seconds)."""
-    try:
-        value = parse_duration_s(text, what=option, bare_unit="s") * 1000
-    except UsageError:
-        raise UsageError(
-            f"{option} expects a duration such as 10s or 500ms, not {text!r}"
-        ) from None
+def _ms(option: str, seconds: float | None, default_s: float, minimum_ms: int = 1) -> int:
+    value = round((default_s if seconds is None else seconds) * 1000)
     if value < minimum_ms:
-        raise UsageError(f"{option} must be at least {minimum_ms} ms")
-    return round(value)
+        raise UsageError(f"{option} must be at least {minimum_ms}ms")
+    return value
 
 
 def build_format(
@@ -81,40 +83,35 @@ def _print_table(stats: WindowStats, per_label: bool) -> None:
 
 @click.command("metrics")
 @click.argument("jtl", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--window", "window", default="10s", show_default=True, help="Window length.")
-@click.option("--step", "step", default="1s", show_default=True, help="Step between windows.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per line (docs/metrics.md).")
-@click.option("--per-label", is_flag=True, help="Table: add one row per label under each step.")
-@click.option("--jtl-columns", help="CSV columns when the JTL has no header: timeStamp,elapsed,...")
+@window_option
 @click.option(
-    "--jmeter-properties",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    multiple=True,
-    help="jmeter.properties / user.properties the JTL was written with (repeatable, in order).",
+    "--step", type=DURATION, default="1s", show_default=True, help="Step between windows."
 )
-@click.option("-J", "overrides", multiple=True, metavar="NAME=VALUE", help="JMeter -J override.")
-@click.option("--transactions", is_flag=True, help="Count Transaction Controller rows as labels.")
-@click.option("--labels", "labels", metavar="REGEX", help="Only labels matching REGEX.")
-@click.option("--exclude-labels", metavar="REGEX", help="Leave out labels matching REGEX.")
+@json_option
+@click.option("--per-label", is_flag=True, help="Table: add one row per label under each step.")
+@jtl_format_options
+@jmeter_property_option
+@label_options
 @click.option(
     "--reorder-slack",
+    type=DURATION,
     default="5s",
     show_default=True,
     help="Report a step once samples this much newer have been read.",
 )
 def metrics(
     jtl: Path,
-    window: str,
-    step: str,
+    window: Seconds | None,
+    step: Seconds,
     as_json: bool,
     per_label: bool,
     jtl_columns: str | None,
     jmeter_properties: tuple[Path, ...],
-    overrides: tuple[str, ...],
     transactions: bool,
+    properties: tuple[str, ...],
     labels: str | None,
     exclude_labels: str | None,
-    reorder_slack: str,
+    reorder_slack: Seconds,
 ) -> None:
     """Replay a finished JTL (CSV or XML) through the rolling window.
 
@@ -122,6 +119,8 @@ def metrics(
     and per label: count, rps, ok_rps, error rate, mean, p50/p90/p95/p99 and max (ms).
     Each request counts once: Transaction Controller rows and sub-results are left out
     unless --transactions. Bad rows are counted (malformed_rows) and reported on stderr.
+    -J NAME=VALUE overrides a property of --jmeter-properties (the JTL's format). --json
+    prints one JSON object per step and line (docs/metrics.md).
 
     \b
     Example:
@@ -130,12 +129,12 @@ def metrics(
       loadguard metrics old.jtl --jtl-columns timeStamp,elapsed,label,responseCode,\\
           responseMessage,threadName,dataType,success,bytes,grpThreads,allThreads,Latency
     """
-    window_ms = parse_duration_ms(window, "--window")
-    step_ms = parse_duration_ms(step, "--step")
-    slack_ms = parse_duration_ms(reorder_slack, "--reorder-slack", minimum_ms=0)
+    window_ms = _ms("--window", window, 10.0)
+    step_ms = _ms("--step", step, 1.0)
+    slack_ms = _ms("--reorder-slack", reorder_slack, 5.0, minimum_ms=0)
     if not jtl.exists():
         raise JtlError(f"no such JTL: {jtl}")
-    fmt = build_format(jtl_columns, jmeter_properties, overrides)
+    fmt = build_format(jtl_columns, jmeter_properties, properties)
     with JtlFollower(
         jtl, fmt=fmt, transactions=transactions, labels=labels, exclude_labels=exclude_labels
     ) as follower:

@@ -6,8 +6,9 @@ import click
 
 from loadguard.actuator.elastic_timer import RATE_PROPERTY
 from loadguard.actuator.engines import Engine, EngineAck, EngineSet
+from loadguard.cli.options import RATE, engine_option, timeout_option
+from loadguard.durations import Seconds
 from loadguard.errors import ActuatorError, UsageError
-from loadguard.slo import parse_rate_rps
 
 
 def _line(ack: EngineAck) -> str:
@@ -18,16 +19,16 @@ def _line(ack: EngineAck) -> str:
 
 
 @click.command("push")
+@engine_option(required=True)
 @click.option(
-    "-e", "--engine", "engines", multiple=True, required=True, metavar="HOST:PORT[:WEIGHT]",
-    help="BeanShell session port (beanshell.server.port + 1); repeat for several engines.",
-)  # fmt: skip
-@click.option("-r", "--rate", help="Total rate to set (req/s; 5, 5/s or 300/min), split by weight.")
+    "-r", "--rate", type=RATE, help="Total rate to set, req/s (5, 5/s or 300/min), split by weight."
+)
 @click.option("--get", "get_", is_flag=True, help="Read the rate each engine holds instead.")
-@click.option("--timeout", default=5.0, show_default=True, help="Seconds to wait in all.")
-def push(engines: tuple[str, ...], rate: str | None, get_: bool, timeout: float) -> None:
+@timeout_option
+def push(engines: tuple[str, ...], rate: float | None, get_: bool, timeout: Seconds) -> None:
     """Set (or read back) the Elastic Timer rate of running JMeter engines.
 
+    Give -e once per engine; a total rate is split by the engines' weights.
     Talks to each engine's BeanShell server, so JMeter must run with
     -Jbeanshell.server.port=P -Jbeanshell.server.file= and PORT here is P+1. The rate
     lands in property loadguard.tpm (samples/min) and is confirmed by reading it back.
@@ -38,18 +39,18 @@ def push(engines: tuple[str, ...], rate: str | None, get_: bool, timeout: float)
     Example:
       loadguard push --engine 127.0.0.1:9001 --rate 50
       loadguard push -e 10.0.0.5:9001 -e 10.0.0.6:9001:2 -r 300
-      loadguard push --engine 127.0.0.1:9001 --get
+      loadguard push --engine 127.0.0.1:9001 --get --timeout 2s
     """
     if get_ == (rate is not None):
         raise UsageError("give exactly one of --rate R or --get")
     if not timeout > 0:
-        raise UsageError("--timeout must be > 0")
+        raise UsageError("--timeout: must be > 0")
     parsed = [Engine.parse(e) for e in engines]
     with EngineSet(parsed, timeout_s=timeout) as actuator:
         if get_:
             acks = actuator.read_acks()
         else:
-            result = actuator.push(parse_rate_rps("--rate", rate))
+            result = actuator.push(rate)  # type: ignore[arg-type]
             acks = result.acks
             click.echo(f"pushed {result.rate_rps:g} req/s ({RATE_PROPERTY})")
     for ack in acks:

@@ -7,46 +7,38 @@ from pathlib import Path
 import click
 
 from loadguard.cli.metrics_cmd import build_format
+from loadguard.cli.options import (
+    FILE,
+    decisions_option,
+    jtl_format_options,
+    jtl_option,
+    summary_option,
+)
 from loadguard.report import render_compare, render_report, resolve_run
 
 PathArg = click.Path(path_type=Path)
 
+html_option = click.option(
+    "--html", type=FILE, help="HTML file to write (default: see the command's help)."
+)
+
 
 @click.command("report")
 @click.argument("run_dir", required=False, type=PathArg)
-@click.option(
-    "--decisions", type=PathArg, help="Decision log CSV (default: RUN_DIR/decisions.csv)."
-)
-@click.option("--jtl", type=PathArg, help="JTL results (CSV or XML) for per-label results.")
-@click.option(
-    "--jtl-columns",
-    help="Columns of a CSV JTL written without a header, comma-separated, in file order.",
-)
-@click.option(
-    "--jmeter-properties",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    multiple=True,
-    help="jmeter.properties / user.properties the JTL was written with (columns, "
-    "delimiter, timestamp format); later files win.",
-)
-@click.option("--summary", type=PathArg, help="summary.json of the run.")
-@click.option(
-    "--transactions",
-    is_flag=True,
-    help="Count Transaction Controller rows as labels (kept out of the overall figures).",
-)
-@click.option(
-    "-o", "--out", type=PathArg, help="HTML file to write (default: RUN_DIR/report.html)."
-)
+@decisions_option
+@jtl_option
+@jtl_format_options
+@summary_option
+@html_option
 def report(
     run_dir: Path | None,
     decisions: Path | None,
     jtl: Path | None,
     jtl_columns: str | None,
     jmeter_properties: tuple[Path, ...],
-    summary: Path | None,
     transactions: bool,
-    out: Path | None,
+    summary: Path | None,
+    html: Path | None,
 ) -> None:
     """Write a self-contained HTML report of a run, plus PNG charts beside it.
 
@@ -57,12 +49,13 @@ def report(
     A CSV JTL with a header line, or an XML JTL, needs no format options; a CSV without
     a header needs --jmeter-properties (or --jtl-columns) unless it has JMeter 5.6.3's
     default columns. Each request counts once, as in `loadguard metrics`: Transaction
-    Controller rows and sub-results are left out unless --transactions.
+    Controller rows and sub-results are left out unless --transactions. The page is
+    RUN_DIR/report.html unless --html names another file.
 
     \b
     Example:
       loadguard report results/2026-11-30T05-00-00
-      loadguard report --decisions decisions.csv --jtl results.jtl -o report.html
+      loadguard report --decisions decisions.csv --jtl results.jtl --html report.html
       loadguard report run/ --jtl old.jtl --jmeter-properties bin/user.properties
       loadguard report run/ --transactions
     """
@@ -79,30 +72,30 @@ def report(
         jtl_format=fmt,
         transactions=transactions,
     )
-    written = render_report(paths, out)
+    written = render_report(paths, html)
     click.echo(f"report: {written}")
 
 
 @click.command("compare")
 @click.argument("runs", nargs=-1, required=True, type=PathArg)
-@click.option(
-    "-o", "--out", type=PathArg, default=Path("compare.html"), show_default=True,
-    help="HTML file to write.",
-)  # fmt: skip
+@html_option
 @click.option(
     "--name", "names", multiple=True, help="Legend name of each run, in order (default: dir name)."
 )
-def compare(runs: tuple[Path, ...], out: Path, names: tuple[str, ...]) -> None:
+def compare(runs: tuple[Path, ...], html: Path | None, names: tuple[str, ...]) -> None:
     """Overlay several runs: rate and p95 on shared axes, summary figures side by side.
 
     Each RUN is a run directory (decisions.csv, optional summary.json and results.jtl)
     or a decision log. Time is measured from each run's own first tick, so runs line up
     at their start. Runs with a JTL get a per-label table of whole-run p95/p99 and errors.
+    The page is compare.html in the current folder unless --html names another file.
 
     \b
     Example:
-      loadguard compare results/aimd results/three-zone -o compare.html
+      loadguard compare results/aimd results/three-zone --html compare.html
       loadguard compare runs/a runs/b --name before --name after
     """
-    written = render_compare(list(runs), out, list(names) if names else None)
+    written = render_compare(
+        list(runs), html or Path("compare.html"), list(names) if names else None
+    )
     click.echo(f"compare: {written}")

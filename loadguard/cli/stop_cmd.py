@@ -6,43 +6,43 @@ import click
 
 from loadguard.actuator.engines import Engine
 from loadguard.actuator.udp import DEFAULT_UDP_PORT, send_stop, wait_port_closed
+from loadguard.cli.options import DURATION, engine_option
+from loadguard.durations import Seconds
 from loadguard.errors import EngineError, UsageError
 
 
 @click.command("stop")
-@click.option(
-    "-e", "--engine", required=True, metavar="HOST:BSHPORT",
-    help="The engine (must be this host: 127.0.0.1) and its BeanShell session port.",
-)  # fmt: skip
+@engine_option(required=True)
 @click.option("--udp-port", default=DEFAULT_UDP_PORT, show_default=True, type=int,
               help="jmeterengine.nongui.port (JMeter prints the one it took).")  # fmt: skip
 @click.option("--now", is_flag=True, help="StopTestNow (abrupt) instead of Shutdown.")
 @click.option(
-    "--wait", "wait_s", default=30.0, show_default=True,
-    help="Seconds to wait for the engine to go away (0: do not wait).",
+    "--wait", "wait_s", type=DURATION, default="30s", show_default=True,
+    help="Wait this long for the engine to go away (0s: do not wait).",
 )  # fmt: skip
-def stop(engine: str, udp_port: int, now: bool, wait_s: float) -> None:
+def stop(engines: tuple[str, ...], udp_port: int, now: bool, wait_s: Seconds) -> None:
     """Stop a running non-GUI JMeter: Shutdown (graceful) or StopTestNow (--now).
 
     JMeter accepts these UDP datagrams ONLY FROM LOOPBACK, so run this on the engine's
-    own host with HOST 127.0.0.1 (a remote or non-loopback host is refused). The
+    own host with HOST 127.0.0.1 (a remote or non-loopback host is refused), one engine
+    at a time (each has its own --udp-port). The
     datagram gets no answer; LoadGuard confirms the stop by waiting until the engine's
     BeanShell port closes (the JVM exited; start JMeter with
     -Jjmeterengine.force.system.exit=true, or BeanShell keeps it alive). Exit 3 if it
-    is still up after --wait seconds.
+    is still up after --wait.
 
     \b
     Example:
       loadguard stop --engine 127.0.0.1:9001
-      loadguard stop --engine 127.0.0.1:9001 --udp-port 4446 --now
+      loadguard stop -e 127.0.0.1:9001 --udp-port 4446 --now --wait 10s
     """
-    target = Engine.parse(engine)
-    if wait_s < 0:
-        raise UsageError("--wait must be >= 0")
+    if len(engines) != 1:
+        raise UsageError("stop: give one --engine (each engine has its own --udp-port)")
+    target = Engine.parse(engines[0])
     was_up = not wait_port_closed(target.host, target.port, 0.0)
     payload = send_stop(target.host, udp_port, now=now).decode()
     click.echo(f"sent {payload} to {target.host} udp/{udp_port}")
-    if wait_s == 0:
+    if not wait_s > 0:
         return
     if not was_up:
         click.echo(f"warning: nothing answered on {target.name} before the stop: not confirmed")

@@ -10,7 +10,6 @@ from pathlib import Path
 import click
 
 from loadguard.cli.suite_cmd import _policies
-from loadguard.durations import parse_duration_s
 from loadguard.errors import UsageError
 from loadguard.evaluate.real_plants import select_real
 from loadguard.evaluate.real_report import data_dir, load, merge, to_json, write
@@ -48,13 +47,13 @@ def run_real_suite_command(
     *,
     plants: tuple[str, ...],
     policies: tuple[str, ...],
-    duration: str | None,
+    duration: float | None,
     doc: Path | None,
     out: Path | None,
     command: str,
     render_only: bool = False,
 ) -> None:
-    d = parse_duration_s(duration, what="--duration") if duration else 240.0
+    d = 240.0 if duration is None else duration
     if d < MIN_DURATION_S:
         raise UsageError(f"--duration: a real suite run needs at least {MIN_DURATION_S:g}s")
     chosen = select_real(plants)

@@ -9,9 +9,11 @@ from collections.abc import Callable
 
 import click
 
-from loadguard.durations import format_duration, parse_duration_s
+from loadguard.cli.options import p95_option, plant_options, port_option
+from loadguard.durations import Seconds, format_duration
 from loadguard.errors import UsageError
 from loadguard.simulate.features import parse_metastable, parse_outage, parse_warmup
+from loadguard.simulate.scenario import one_change
 from loadguard.target.capacity import CapacityEstimate
 from loadguard.target.distributions import ServiceDist, parse_dist
 from loadguard.target.model import ENDPOINTS, build_model
@@ -19,6 +21,9 @@ from loadguard.target.pages import BASE
 from loadguard.target.process import TargetReady, format_ready_line
 from loadguard.target.runner import TargetServer
 from loadguard.target.server import EstimateCache
+
+#: The SLO whose lambda_star the target prints without --p95.
+DEFAULT_SLO_S = Seconds(0.3)
 
 
 def _overrides(specs: tuple[str, ...]) -> dict[str, ServiceDist]:
@@ -41,7 +46,7 @@ def _rate(estimate: CapacityEstimate) -> str:
 
 @click.command("target")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
-@click.option("--port", type=int, default=8080, show_default=True, help="0 picks a free port.")
+@port_option
 @click.option(
     "--model",
     "kind",
@@ -51,39 +56,19 @@ def _rate(estimate: CapacityEstimate) -> str:
     help="shop: per-endpoint log-normal service times in TeaStore's browse mix; "
     "mmc: one exponential service class (analytic lambda_star).",
 )
-@click.option("--workers", type=int, default=8, show_default=True, help="c: parallel workers.")
-@click.option(
-    "--queue", type=int, default=100, show_default=True, help="K: wait-queue bound (then 503)."
-)
-@click.option(
-    "--service",
-    default="50ms",
-    show_default=True,
-    help="Mean service time (mmc) or the base the shop's endpoint means scale.",
-)
+@plant_options
 @click.option(
     "--endpoint-service",
     multiple=True,
     metavar="NAME=DIST",
     help=f"Shop only: e.g. category=lognormal:80ms:0.6. Endpoints: {', '.join(ENDPOINTS)}.",
 )
-@click.option("--degrade-at", default=None, help="Change capacity after this long, e.g. 120s.")
-@click.option(
-    "--degrade-factor",
-    type=float,
-    default=0.5,
-    show_default=True,
-    help="Workers become max(1, workers * factor rounded) at --degrade-at.",
-)
 @click.option("--warmup", help="Service starts FACTOR x slower, warm after DURATION: 3x:90s.")
 @click.option(
     "--metastable", help="Once WAITING wait, service FACTOR x slower until drained: 80:4."
 )
 @click.option("--outage", help="Workers hang from START for DURATION, then recover: 150s:20s.")
-@click.option(
-    "--p95", "p95", default="300ms", show_default=True, help="SLO whose lambda_star to print."
-)
-@click.option("--seed", type=int, default=None, help="Seed the service-time draws.")
+@p95_option
 @click.option("--access-log", is_flag=True, help="Log every request (costs throughput).")
 def target(
     host: str,
@@ -91,15 +76,14 @@ def target(
     kind: str,
     workers: int,
     queue: int,
-    service: str,
+    service: Seconds,
+    changes: tuple[str, ...],
+    seed: int,
     endpoint_service: tuple[str, ...],
-    degrade_at: str | None,
-    degrade_factor: float,
     warmup: str | None,
     metastable: str | None,
     outage: str | None,
-    p95: str,
-    seed: int | None,
+    p95: Seconds | None,
     access_log: bool,
 ) -> None:
     """Serve a TeaStore-like shop whose capacity is known: c workers, a K-deep queue.
@@ -107,13 +91,14 @@ def target(
     Paths live under /tools.descartes.teastore.webui/ (home, login, loginAction, category,
     product, cart, cartAction). Each request waits for one of c workers and sleeps for its
     service time; a full queue answers 503 at once. GET /_loadguard/model?p95=300ms returns
-    the model and lambda_star, the largest rate whose p95 meets the SLO. SIGINT/SIGTERM stop
-    it cleanly.
+    the model and lambda_star, the largest rate whose p95 meets the SLO (the one printed at
+    start is for --p95, default 300ms). One --capacity-change TIME:FACTOR makes the workers
+    max(1, round(workers x FACTOR)) at TIME. SIGINT/SIGTERM stop it cleanly.
 
     \b
     Example:
       loadguard target --port 8080 --model mmc --workers 8 --service 50ms --p95 300ms
-      loadguard target --degrade-at 120s --degrade-factor 0.5
+      loadguard target --capacity-change 120s:0.5
       loadguard target --model mmc --warmup 3x:90s --p95 500ms   # the suite's plant 4
       loadguard target --model mmc --queue 200 --metastable 80:4  # plant 5, the cliff
       loadguard target --model mmc --queue 100000 --outage 150s:20s  # plant 7
@@ -121,19 +106,18 @@ def target(
     """
     if port < 0 or port > 65535:
         raise UsageError(f"--port must be 0..65535, got {port}")
-    service_s = parse_duration_s(service, what="--service")
-    degrade_at_s = parse_duration_s(degrade_at, what="--degrade-at") if degrade_at else None
-    slo_s = parse_duration_s(p95, what="--p95")
+    change = one_change(changes)
+    slo_s = DEFAULT_SLO_S if p95 is None else p95
     if slo_s <= 0:
         raise UsageError("--p95 must be > 0")
     model = build_model(
         "mmc" if kind == "mmc" else "shop",
         workers=workers,
         queue=queue,
-        service_s=service_s,
+        service_s=service,
         overrides=_overrides(endpoint_service),
-        degrade_at_s=degrade_at_s,
-        degrade_factor=degrade_factor,
+        degrade_at_s=None if change is None else change.at_s,
+        degrade_factor=0.5 if change is None else change.factor,
         warmup=parse_warmup(warmup) if warmup else None,
         metastable=parse_metastable(metastable) if metastable else None,
         outage=parse_outage(outage) if outage else None,

@@ -10,10 +10,10 @@ from types import FrameType
 
 import click
 
-from loadguard.durations import parse_duration_s
-from loadguard.errors import EngineError, UsageError
+from loadguard.cli.options import DURATION, layout_option, port_option, rebuild_option
+from loadguard.durations import Seconds
+from loadguard.errors import UsageError
 from loadguard.teastore.build import ensure_build
-from loadguard.teastore.layout import LAYOUTS
 from loadguard.teastore.runner import TeaStoreOptions, running_teastore
 from loadguard.teastore.source import resolve_source
 
@@ -53,15 +53,8 @@ class _StopOnSignal:
     help="TeaStore source: a folder or a .tar.gz (default: "
     "../shared/teastore/teastore-1.4.2-src.tar.gz beside the checkout or the current folder).",
 )
-@click.option("--port", type=int, default=8080, show_default=True, help="Web UI port; 0 = free.")
-@click.option(
-    "--layout",
-    type=click.Choice(LAYOUTS),
-    default="single",
-    show_default=True,
-    help="single: all six services in one Tomcat; per-service: one Tomcat (and JVM) per "
-    "service on its own port, found through the registry.",
-)
+@port_option
+@layout_option
 @click.option("--heap", default="512m", show_default=True, help="-Xmx of every Tomcat JVM.")
 @click.option(
     "--max-threads", type=int, default=200, show_default=True, help="Connector maxThreads."
@@ -72,9 +65,10 @@ class _StopOnSignal:
     help="Keep catalina and access logs here (per-service: a folder per service).",
 )
 @click.option(
-    "--start-timeout", default="10m", show_default=True, help="Give up if not ready by then."
-)
-@click.option("--rebuild", is_flag=True, help="Build again even if the cache has this source.")
+    "--start-timeout", type=DURATION, default="10m", show_default=True,
+    help="Give up if not ready by then.",
+)  # fmt: skip
+@rebuild_option
 def teastore(
     source: Path | None,
     port: int,
@@ -82,10 +76,10 @@ def teastore(
     heap: str,
     max_threads: int,
     logs: Path | None,
-    start_timeout: str,
+    start_timeout: Seconds,
     rebuild: bool,
 ) -> None:
-    """Build (once, cached) and serve the real TeaStore until SIGINT/SIGTERM.
+    """Build (once, cached) and serve the real TeaStore (web UI on --port) until SIGINT/SIGTERM.
 
     Builds the six services with Maven and assembles Tomcat 10.1 with an in-memory
     HSQLDB (cached under ~/.cache/loadguard/teastore/<hash>; $LOADGUARD_HOME moves it),
@@ -105,7 +99,6 @@ def teastore(
         raise UsageError(f"--heap: expected a JVM size like 512m or 2g, got {heap!r}")
     if max_threads < 1:
         raise UsageError(f"--max-threads must be >= 1, got {max_threads}")
-    timeout_s = parse_duration_s(start_timeout, what="--start-timeout")
     src = resolve_source(source)
     stopper = _StopOnSignal()
     stopper.install()
@@ -119,7 +112,7 @@ def teastore(
             heap=heap,
             max_threads=max_threads,
             logs=logs,
-            start_timeout_s=timeout_s,
+            start_timeout_s=start_timeout,
         )
         started = time.monotonic()
         with running_teastore(built.build, options, log=_info) as store:
@@ -130,12 +123,7 @@ def teastore(
             )
             click.echo(format_ready_line(store.url, store.port))
             while True:
-                for t in store.tomcats:
-                    if not t.alive():
-                        raise EngineError(
-                            f"Tomcat {t.spec.name} exited with code {t.proc.returncode}; "
-                            f"see {t.out_path}"
-                        )
+                store.check_alive()
                 time.sleep(1.0)
     except KeyboardInterrupt:
         _info("stopped every Tomcat")

@@ -103,7 +103,7 @@ def render(report: Report, previous: str | None = None) -> str:
             "Full evaluation (6 schemes × 5 repetitions × 180 s plus a 6-point sweep, each "
             "on a fresh TeaStore: ~3.5 h on this machine):\n\n"
             "```sh\n.venv/bin/python benchmarks/evaluate.py --target teastore "
-            f"--teastore-layout {cfg.teastore_layout} --repetitions 5 --duration 180s "
+            f"--layout {cfg.teastore_layout} --repetitions 5 --duration 180s "
             "--doc docs/evaluation-teastore.md\n```\n\n"
         )
     elif not kind.startswith("FULL"):

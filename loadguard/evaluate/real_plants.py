@@ -14,7 +14,7 @@ servers, queue      ``--workers``, ``--queue``
 exp service         ``--model mmc --service MEAN``
 log-normal service  ``--model shop`` with every endpoint ``lognormal:MEAN:σ``
 ``ShopService``     ``--model shop --service BASE`` (driven by TeaStore's browse plan)
-one capacity change ``--degrade-at T --degrade-factor F``
+one capacity change ``--capacity-change T:F``
 warm-up             ``--warmup Kx:T``
 metastable          ``--metastable ENTER:FACTOR:EXIT``
 one outage          ``--outage T:D``
@@ -33,7 +33,7 @@ difference (large for one server: D/M/1 queues far less than M/M/1).
 its events (a healthy variant) -- and without the warm-up: the sweep measures the
 warmed plant, which the simulator's sweep reaches by measuring from 120 s only.
 
-The target's plant clock (warm-up, ``--degrade-at``, ``--outage``) starts when it is
+The target's plant clock (warm-up, ``--capacity-change``, ``--outage``) starts when it is
 ready, a few seconds before JMeter's first sample; the judge shifts the events by the
 measured offset (``loadguard.evaluate.real_data.shift``).
 """
@@ -112,10 +112,9 @@ def target_args(scenario: Scenario, p95_ms: float) -> tuple[str, ...]:
         "--p95", f"{p95_ms:g}ms",
     ]  # fmt: skip
     if len(scenario.changes) > 1:
-        raise NotReproducible("loadguard target changes capacity once (--degrade-at)")
+        raise NotReproducible("loadguard target changes capacity once (--capacity-change)")
     for change in scenario.changes:
-        args += ["--degrade-at", format_duration(change.at_s)]
-        args += ["--degrade-factor", f"{change.factor:g}"]
+        args += ["--capacity-change", f"{format_duration(change.at_s)}:{change.factor:g}"]
     if scenario.warmup is not None:
         w = scenario.warmup
         args += ["--warmup", f"{w.factor:g}x:{format_duration(w.over_s)}"]

@@ -68,7 +68,7 @@ def elastic_timer_fragment() -> str:
     return (
         _HEADER + "<!--\n"
         "  LoadGuard Elastic Timer (JSR223 Timer, Groovy). Merge it into each thread group\n"
-        "  to pace, or let `loadguard inject PLAN.jmx -o OUT.jmx` do it.\n"
+        "  to pace, or let `loadguard inject PLAN.jmx OUT.jmx` do it.\n"
         f"  Rate: property {RATE_PROPERTY} = the ENGINE's total samples per minute, shared by\n"
         "  every Elastic Timer in the engine. Unset: the second parameter (here 60/min =\n"
         "  1 req/s). Values below 6/min are clamped to 6/min: pacing never stops.\n"

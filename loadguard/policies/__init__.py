@@ -90,6 +90,10 @@ GUARD_DEFAULTS: dict[str, float | None] = {
 }
 
 
+#: Guard knobs that have their own command-line option, so ``--param`` refuses them.
+OPTION_KNOBS = {"lag_ms": "--actuation-lag"}
+
+
 def parse_params(items: list[str] | tuple[str, ...]) -> dict[str, str]:
     """``["step=5", "step_mode=mul"]`` -> ``{"step": "5", "step_mode": "mul"}``."""
     out: dict[str, str] = {}
@@ -97,6 +101,10 @@ def parse_params(items: list[str] | tuple[str, ...]) -> dict[str, str]:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise PolicyError(f"bad policy parameter {item!r}: expected KEY=VALUE")
+        if key.strip() in OPTION_KNOBS:
+            raise PolicyError(
+                f"--param {key.strip()}: give it as {OPTION_KNOBS[key.strip()]} (one name per knob)"
+            )
         out[key.strip()] = value.strip()
     return out
 

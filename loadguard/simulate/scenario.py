@@ -52,6 +52,15 @@ Arrivals = Literal["poisson", "smooth"]
 F64 = npt.NDArray[np.float64]
 
 
+def one_change(texts: tuple[str, ...]) -> CapacityChange | None:
+    """The one capacity change ``loadguard target`` can make (``None``: none given)."""
+    if len(texts) > 1:
+        raise SimulationError(
+            f"loadguard target changes capacity once: got {len(texts)} --capacity-change"
+        )
+    return CapacityChange.parse(texts[0]) if texts else None
+
+
 @dataclass(frozen=True, slots=True)
 class CapacityChange:
     at_s: float
@@ -120,7 +129,7 @@ class Scenario:
 
     def __post_init__(self) -> None:
         if self.servers < 1 or self.queue < 0:
-            raise SimulationError("need servers >= 1 and queue >= 0")
+            raise SimulationError("need workers (servers) >= 1 and queue >= 0")
         if self.service.mean_s <= 0:
             raise SimulationError("the mean service time must be > 0")
         if not self.duration_s > 0 or not self.tick_s > 0 or self.tick_s > self.duration_s:

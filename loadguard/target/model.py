@@ -100,9 +100,11 @@ class TargetModel:
         if not self.mix or any(w < 0 for w in self.mix.values()) or sum(self.mix.values()) <= 0:
             raise UsageError("the request mix needs non-negative weights with a positive sum")
         if self.degrade_at_s is not None and self.degrade_at_s < 0:
-            raise UsageError("--degrade-at must be >= 0")
+            raise UsageError("--capacity-change: the time must be >= 0")
         if not (math.isfinite(self.degrade_factor) and self.degrade_factor > 0):
-            raise UsageError(f"--degrade-factor must be > 0, got {self.degrade_factor}")
+            raise UsageError(
+                f"--capacity-change: the factor must be > 0, got {self.degrade_factor}"
+            )
 
     @property
     def degraded_workers(self) -> int:

@@ -195,17 +195,21 @@ class TeaStore:
             self.tomcats.append(Tomcat(spec, base, cmd))
             self.log(f"started Tomcat {spec.name} (pid {self.tomcats[-1].pid}) on port {spec.port}")
 
+    def check_alive(self, when: str = "") -> None:
+        """Raise ``EngineError`` naming the first Tomcat that has exited (``when``: where)."""
+        for t in self.tomcats:
+            if not t.alive():
+                raise EngineError(
+                    f"Tomcat {t.spec.name} exited with code {t.proc.returncode}{when}; "
+                    f"see {t.out_path}"
+                )
+
     def wait_ready(self) -> Status:
         """Poll the status page until TeaStore is ready; raises EngineError otherwise."""
         deadline = time.monotonic() + self.options.start_timeout_s
         shown = ""
         while True:
-            for t in self.tomcats:
-                if not t.alive():
-                    raise EngineError(
-                        f"Tomcat {t.spec.name} exited with code {t.proc.returncode} during "
-                        f"startup; see {t.out_path}"
-                    )
+            self.check_alive(" during startup")
             status = fetch_status(self.url)
             self.last_status = status
             if status is not None:

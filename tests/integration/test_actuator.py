@@ -65,7 +65,7 @@ def test_push_and_get_commands_on_a_live_engine(jmeter_home: JMeterHome, tmp_pat
         assert f"{spec}: 25 req/s" in got.output
         # One live and one dead engine: the live one is set, the command exits 3.
         dead = runner.invoke(
-            cli, ["push", "-e", spec, "-e", "127.0.0.1:1", "--rate", "30", "--timeout", "1"]
+            cli, ["push", "-e", spec, "-e", "127.0.0.1:1", "--rate", "30", "--timeout", "1s"]
         )
         assert dead.exit_code == 3
         assert "127.0.0.1:1: FAILED" in dead.output

@@ -268,7 +268,7 @@ def test_engines_command_reports_version_threads_and_rate_of_each_engine(
     down = subprocess.run(
         [
             *LOADGUARD, "engines", "-e", engines[0].engine, "-e", f"127.0.0.1:{dead}",
-            "--timeout", "1",
+            "--timeout", "1s",
         ],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip

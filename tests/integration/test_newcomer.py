@@ -198,8 +198,9 @@ def test_run_reads_plan_relative_files_refuses_a_used_folder_and_reports(
     metrics = newcomer.loadguard("metrics", "results/run1/results.jtl", "--json")
     assert metrics.returncode == 0 and '"overall"' in metrics.stdout, metrics.stderr[-2000:]
     compare = newcomer.loadguard(
-        "compare", "results/run1", "results/run1", "--name", "a", "--name", "b", "-o", "cmp.html"
-    )
+        "compare", "results/run1", "results/run1", "--name", "a", "--name", "b",
+        "--html", "cmp.html",
+    )  # fmt: skip
     assert compare.returncode == 0, compare.stderr[-2000:]
     assert (newcomer.work / "cmp.html").stat().st_size > 0
     (newcomer.work / "slo.toml").write_text('[slo]\np95 = "250ms"\nerror_rate = "1%"\n')
@@ -211,7 +212,7 @@ def test_attach_beside_a_jmeter_the_user_started_with_relative_paths(
     jmeter_home: JMeterHome, newcomer: Newcomer, shop: RunningTarget
 ) -> None:
     injected = newcomer.loadguard(
-        "inject", "plans/shop.jmx", "-o", "plans/shop.elastic.jmx",
+        "inject", "plans/shop.jmx", "plans/shop.elastic.jmx",
         "--initial-rate", "10", "--max-rate", "200", "--p95", "300ms",
     )  # fmt: skip
     assert injected.returncode == 0, injected.stderr[-2000:]

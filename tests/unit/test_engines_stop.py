@@ -69,7 +69,7 @@ def test_stop_command_reports_an_engine_that_does_not_go_away(
                 str(udp_listener.getsockname()[1]),
                 "--now",
                 "--wait",
-                "0.5",
+                "500ms",
             ],
         )
     assert result.exit_code == 3

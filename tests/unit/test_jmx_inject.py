@@ -180,12 +180,13 @@ def test_cli_inject_writes_output_and_prints_warnings(tmp_path: Path) -> None:
         [
             "inject",
             str(GOLDEN / "multi.jmx"),
-            "-o",
             str(out),
             "--max-rate",
             "300",
             "--p95",
             "200ms",
+            "--initial-rate",  # the golden file holds 1 req/s (60 tpm)
+            "1",
         ],
     )
     assert result.exit_code == 0, result.output
@@ -211,7 +212,7 @@ def test_cli_bad_input_is_one_line_exit_2_and_no_file(
     plan = tmp_path / "in.jmx"
     plan.write_bytes(content if content is not None else (GOLDEN / "plain.jmx").read_bytes())
     out = tmp_path / "out.jmx"
-    result = CliRunner().invoke(cli, ["inject", str(plan), "-o", str(out), *args])
+    result = CliRunner().invoke(cli, ["inject", str(plan), str(out), *args])
     assert result.exit_code == 2
     assert result.output.strip().startswith(error), result.output
     assert len(result.output.strip().splitlines()) == 1
@@ -220,7 +221,7 @@ def test_cli_bad_input_is_one_line_exit_2_and_no_file(
 
 
 def test_cli_missing_input_file_is_exit_2(tmp_path: Path) -> None:
-    result = CliRunner().invoke(cli, ["inject", str(tmp_path / "nope.jmx"), "-o", "x.jmx"])
+    result = CliRunner().invoke(cli, ["inject", str(tmp_path / "nope.jmx"), "x.jmx"])
     assert result.exit_code == 2
     assert result.output.startswith("error: cannot read")
 
@@ -228,7 +229,7 @@ def test_cli_missing_input_file_is_exit_2(tmp_path: Path) -> None:
 def test_cli_refuses_to_overwrite_its_input(tmp_path: Path) -> None:
     plan = tmp_path / "p.jmx"
     plan.write_bytes((GOLDEN / "plain.jmx").read_bytes())
-    result = CliRunner().invoke(cli, ["inject", str(plan), "-o", str(plan)])
+    result = CliRunner().invoke(cli, ["inject", str(plan), str(plan)])
     assert result.exit_code == 2
     assert plan.read_bytes() == (GOLDEN / "plain.jmx").read_bytes()
 

@@ -348,12 +348,12 @@ def test_cli_report_leaves_transactions_out_unless_asked(tmp_path: Path) -> None
     run = make_run(tmp_path / "run", ticks=6)
     _nested_jtl(run / "results.jtl", iterations=20)
     left_out = 3 * 20 * 5 + 1  # 3 threads x 20 iterations x (3 transactions, 2 sub-results)
-    plain = CliRunner().invoke(cli, ["report", str(run), "-o", str(tmp_path / "plain.html")])
+    plain = CliRunner().invoke(cli, ["report", str(run), "--html", str(tmp_path / "plain.html")])
     assert plain.exit_code == 0, plain.output
     html = (tmp_path / "plain.html").read_text()
     assert f"{left_out:,} transaction/sub-result rows left out" in html
     assert ">leaf a<" in html and ">checkout<" not in html and ">leaf redirect-0<" not in html
-    args = ["report", str(run), "--transactions", "-o", str(tmp_path / "tx.html")]
+    args = ["report", str(run), "--transactions", "--html", str(tmp_path / "tx.html")]
     with_tx = CliRunner().invoke(cli, args)
     assert with_tx.exit_code == 0, with_tx.output
     html = (tmp_path / "tx.html").read_text()

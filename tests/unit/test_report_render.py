@@ -201,7 +201,7 @@ def test_cli_report_reads_a_headerless_semicolon_jtl_with_its_properties(tmp_pat
         "jmeter.save.saveservice.print_field_names=false\n"
         "jmeter.save.saveservice.default_delimiter=;\n"
     )
-    args = ["report", str(run), "--jtl", str(bare), "-o", str(tmp_path / "r.html")]
+    args = ["report", str(run), "--jtl", str(bare), "--html", str(tmp_path / "r.html")]
     refused = CliRunner().invoke(cli, args)
     assert refused.exit_code == 2 and "give the JTL's format" in refused.output
     result = CliRunner().invoke(cli, [*args, "--jmeter-properties", str(props)])

@@ -121,7 +121,7 @@ def test_simulate_json_contract() -> None:
             "simulate",
             "--policy",
             "gradient",
-            "--servers",
+            "--workers",
             "8",
             "--service",
             "50ms",
@@ -133,7 +133,7 @@ def test_simulate_json_contract() -> None:
             "250ms",
             "--error-rate",
             "1%",
-            "--start-rate",
+            "--initial-rate",
             "5",
             "--duration",
             "120s",
@@ -162,7 +162,7 @@ def test_simulate_json_contract() -> None:
         ("--p95 250", "p95: missing unit"),
         ("--p95 250ms --service fast", "--service"),
         ("--p95 250ms --param nope=1", "unknown parameter 'nope'"),
-        ("--p95 250ms --start-rate 0", "start rate"),
+        ("--p95 250ms --initial-rate 0", "--initial-rate"),
     ],
 )
 def test_simulate_bad_input_is_one_line_exit_2(args: str, message: str) -> None:

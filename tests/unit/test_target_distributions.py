@@ -16,7 +16,7 @@ from loadguard.target.distributions import ServiceDist, parse_dist
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("300ms", 0.3), ("1.5s", 1.5), ("2m", 120.0), ("250us", 0.00025), ("0", 0.0), (" 5 s ", 5.0)],
+    [("300ms", 0.3), ("1.5s", 1.5), ("2m", 120.0), ("250us", 0.00025), ("0s", 0.0), (" 5 s ", 5.0)],
 )
 def test_duration_parses_units(text: str, seconds: float) -> None:
     assert parse_duration_s(text) == pytest.approx(seconds)

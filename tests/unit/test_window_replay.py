@@ -93,7 +93,8 @@ def test_metrics_table_output(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--window", "ten"], "--window expects a duration"),
+        (["--window", "ten"], "--window: bad duration 'ten'"),
+        (["--window", "10"], "--window: missing unit '10'"),
         (["--labels", "("], "--labels: bad regular expression"),
         (["--jtl-columns", "label,label"], "twice"),
     ],
