@@ -32,29 +32,55 @@ def _default(opt: click.Option) -> str:
     return f"`{opt.default}`"
 
 
-def _rows(cmd: click.Command) -> list[str]:
-    lines = ["| option | short | type / unit | default |", "|---|---|---|---|"]
+def _options(cmd: click.Command) -> list[tuple[str, str, click.Option]]:
+    """(long name, short flags, option) of every visible option of ``cmd``."""
+    found = []
     for p in cmd.params:
         if not isinstance(p, click.Option) or p.hidden:
             continue
         longs = [o for o in p.opts if o.startswith("--")] or p.opts
         shorts = [o for o in p.opts if not o.startswith("--") and o not in longs]
-        lines.append(
-            f"| `{longs[0]}` | {' '.join(f'`{s}`' for s in shorts)} | {_kind(p)} | {_default(p)} |"
-        )
+        found.append((longs[0], " ".join(f"`{s}`" for s in shorts), p))
+    return found
+
+
+def _rows(cmd: click.Command) -> list[str]:
+    lines = ["| option | short | type / unit | default |", "|---|---|---|---|"]
+    for name, shorts, p in _options(cmd):
+        lines.append(f"| `{name}` | {shorts} | {_kind(p)} | {_default(p)} |")
     return lines
 
 
-def _walk(cmd: click.Command, path: str, out: list[str]) -> None:
-    if isinstance(cmd, click.Group):
-        for name, sub in sorted(cmd.commands.items()):
-            if not sub.hidden:
-                _walk(sub, f"{path} {name}", out)
-        return
+def _commands(cmd: click.Command, path: str) -> list[tuple[str, click.Command]]:
+    """Every visible leaf command under ``cmd`` with its full name, sorted."""
+    if not isinstance(cmd, click.Group):
+        return [(path, cmd)]
+    return [
+        leaf
+        for name, sub in sorted(cmd.commands.items())
+        if not sub.hidden
+        for leaf in _commands(sub, f"{path} {name}")
+    ]
+
+
+def _index(commands: list[tuple[str, click.Command]]) -> list[str]:
+    """Each option once: its unit, and every command that takes it."""
+    seen: dict[str, tuple[str, str, list[str]]] = {}
+    for path, cmd in commands:
+        for name, shorts, p in _options(cmd):
+            entry = seen.setdefault(name, (shorts, _kind(p), []))
+            entry[2].append(path.removeprefix("loadguard "))
+    lines = ["| option | short | type / unit | commands |", "|---|---|---|---|"]
+    for name in sorted(seen):
+        shorts, kind, where = seen[name]
+        lines.append(f"| `{name}` | {shorts} | {kind} | {', '.join(where)} |")
+    return lines
+
+
+def _section(path: str, cmd: click.Command) -> list[str]:
     args = " ".join(p.human_readable_name for p in cmd.params if isinstance(p, click.Argument))
     usage = f"{path} {args}" if args else path
-    out += ["", f"## `{usage}`", "", cmd.get_short_help_str(100), ""]
-    out += _rows(cmd)
+    return ["", f"## `{usage}`", "", cmd.get_short_help_str(100), "", *_rows(cmd)]
 
 
 def render(group: click.Group) -> str:
@@ -68,7 +94,10 @@ def render(group: click.Group) -> str:
         "(tests/unit/test_cli_vocabulary.py checks it; `--duration`'s default is each",
         "command's own). Durations always take a unit; `-o/--out` is always a folder.",
     ]
-    _walk(group, "loadguard", out)
+    commands = _commands(group, "loadguard")
+    out += ["", "## Every option, once", "", *_index(commands)]
+    for path, cmd in commands:
+        out += _section(path, cmd)
     return "\n".join(out) + "\n"
 
 
