@@ -1,4 +1,4 @@
-"""The evaluation harness (issue 8): ``loadguard evaluate`` as a script.
+"""The evaluation harness: ``loadguard evaluate`` as a script.
 
     .venv/bin/python benchmarks/evaluate.py --quick
     .venv/bin/python benchmarks/evaluate.py --repetitions 5 --duration 180s --doc docs/evaluation.md

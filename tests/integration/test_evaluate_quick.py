@@ -1,4 +1,4 @@
-"""The evaluation harness's --quick mode, end to end (the CI smoke test of issue 8).
+"""The evaluation harness's --quick mode, end to end (its CI smoke test).
 
 ``loadguard evaluate --quick`` runs for real: a one-point λ* sweep, then FFA and TSTCTG on
 the real jmeter-plugins and LoadGuard's default policy, 20 s each, every run on a fresh demo

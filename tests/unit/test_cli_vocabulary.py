@@ -1,4 +1,4 @@
-"""One vocabulary (issue 18): an option name means one thing in every command.
+"""One vocabulary: an option name means one thing in every command.
 
 Walks every click command of the ``loadguard`` group and checks that an option appearing
 in several commands has the same type, default and help everywhere; that every duration

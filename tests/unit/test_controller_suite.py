@@ -1,4 +1,4 @@
-"""CI check of issue 17's goal: ``loadguard evaluate --suite --quick`` (simulator only,
+"""CI check of the controller's goal: ``loadguard evaluate --suite --quick`` (simulator only,
 plants 1-9, the default policy, one seed, 600 s runs; ~1-2 min wall on 2 shared cores).
 
 Where the default meets a criterion the goal itself is asserted. Where it does not, the
