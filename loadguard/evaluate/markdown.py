@@ -14,6 +14,7 @@ from loadguard.evaluate.aggregate import Row, Stat, reduction
 from loadguard.evaluate.config import EvalConfig
 from loadguard.evaluate.lambda_star import SweepPoint
 from loadguard.evaluate.run_metrics import steady_cutoff_s
+from loadguard.evaluate.schemes import SCHEMES
 
 NOTES = re.compile(r"<!-- notes -->.*?<!-- /notes -->", re.S)
 
@@ -92,23 +93,26 @@ def render(report: Report, previous: str | None = None) -> str:
         + (
             "\n"
             if kind.startswith("FULL")
-            else " The full evaluation is 6 schemes × 5 runs × 180 s; the command for that "
-            "is below. Read these figures with their spread and repetition count in mind.\n"
+            else f" The full evaluation is {len(SCHEMES)} schemes × 5 runs × 180 s; the command "
+            "for that is below. Read these figures with their spread and repetition count in "
+            "mind.\n"
         )
     )
     w("\n## How it was produced\n\n")
     w("```sh\n" + (cfg.command or "loadguard evaluate") + "\n```\n\n")
     if not kind.startswith("FULL") and cfg.target_kind == "teastore":
         w(
-            "Full evaluation (6 schemes × 5 repetitions × 180 s plus a 6-point sweep, each "
-            "on a fresh TeaStore: ~3.5 h on this machine):\n\n"
+            f"Full evaluation ({len(SCHEMES)} schemes × 5 repetitions × 180 s plus a 6-point "
+            f"sweep, each on a fresh TeaStore: ~{len(SCHEMES) * 35 / 60:.1f} h on this "
+            "machine):\n\n"
             "```sh\n.venv/bin/python benchmarks/evaluate.py --target teastore "
             f"--layout {cfg.teastore_layout} --repetitions 5 --duration 180s "
             "--doc docs/evaluation-teastore.md\n```\n\n"
         )
     elif not kind.startswith("FULL"):
         w(
-            "Full evaluation (6 schemes × 5 repetitions × 180 s, ~2 h on this machine):\n\n"
+            f"Full evaluation ({len(SCHEMES)} schemes × 5 repetitions × 180 s, "
+            f"~{len(SCHEMES) * 20 / 60:.1f} h on this machine):\n\n"
             "```sh\n.venv/bin/python benchmarks/evaluate.py --repetitions 5 --duration 180s "
             "--doc docs/evaluation.md\n```\n\n"
         )
