@@ -60,7 +60,7 @@ class FakeGenerator:
 def test_run_plan_drives_the_generator_it_is_given(tmp_path: Path) -> None:
     out = tmp_path / "o"
     cfg = SidecarConfig(
-        paths=Paths.in_dir(out), spec=SloSpec.from_options(p95="300ms"), tick_ms=20, quiet=True
+        paths=Paths.in_dir(out), spec=SloSpec.from_options(p95="300ms"), tick_ms=100, quiet=True
     )
     generator = FakeGenerator()
     run = RunPlan(plan=SHOP, jmeter=cast(Any, None), out_dir=out, inject=False)
