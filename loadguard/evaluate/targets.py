@@ -18,20 +18,18 @@ Every run and every sweep point opens a **fresh** target and closes it afterward
 from __future__ import annotations
 
 import logging
-import signal
-import threading
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 
 from loadguard.demo import elastic_plan
 from loadguard.errors import EngineError, UsageError
 from loadguard.evaluate.config import TARGET_PATH, EvalConfig
 from loadguard.evaluate.schemes import Scheme
 from loadguard.evaluate.teastore_plans import browse_baseline
+from loadguard.sidecar import on_signals
 from loadguard.target.process import spawn_target
 from loadguard.teastore.process import spawn_teastore
 from loadguard.teastore.reset import reset_teastore
@@ -102,21 +100,14 @@ class Targets:
         self.close()
 
 
-@contextmanager
-def interrupt_on_sigterm() -> Iterator[None]:
-    """SIGTERM raises ``KeyboardInterrupt`` in the ``with`` block (main thread only)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+def _interrupt() -> None:
+    raise KeyboardInterrupt
 
-    def interrupt(_signum: int, _frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
 
-    old = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
+def interrupt_on_sigterm() -> AbstractContextManager[None]:
+    """SIGTERM raises ``KeyboardInterrupt`` in the ``with`` block, as Ctrl-C does
+    (``sidecar.on_signals``: main thread only, the old handlers back afterwards)."""
+    return on_signals(_interrupt)
 
 
 #: How long a shared target may take to drain the previous run's load.
