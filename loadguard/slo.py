@@ -13,6 +13,7 @@ warn_margin        ``80%``             NEAR starts at this share of each thresho
 min_samples        ``20``              fewer samples in the window: NO_DATA
 window             ``10s``             the window length
 min_rate max_rate  ``1`` / ``"5/s"``    rate bounds in req/s (a number, ``N/s`` or ``N/min``)
+violation_budget   ``5%``              share of windows the user accepts over the SLO
 =================  ==================  ==============================================
 
 Per-label overrides are ``[[slo.label]]`` tables with a ``pattern`` (a Python regex,
@@ -63,12 +64,16 @@ METRICS: dict[str, str] = {
     "max": "max_ms",
     "error_rate": "error_rate",
 }
-_SETTINGS = ("warn_margin", "min_samples", "window", "min_rate", "max_rate")
+_SETTINGS = ("warn_margin", "min_samples", "window", "min_rate", "max_rate", "violation_budget")
 _KEYS = (*METRICS, *_SETTINGS)
 
 _PERCENT = re.compile(r"^\s*(-?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*%\s*$")
 _RATE = re.compile(r"^\s*(-?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(/s|/min)?\s*$")
 _NUMBER = r"^\s*-?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?\s*"
+
+#: The default violation budget: 5 % of windows over the SLO (the share a p95 itself allows
+#: of samples, applied to windows).
+DEFAULT_VIOLATION_BUDGET = 0.05
 
 #: The pressure of a non-zero value against a threshold of 0 (the ratio v/0 is unbounded).
 ZERO_LIMIT_PRESSURE = 10.0
@@ -159,6 +164,9 @@ class SloSpec:
     window_ms: int = 10_000
     min_rate: float = 0.5
     max_rate: float = 100_000.0
+    #: The share of windows the user accepts over the SLO (``--violation-budget``): the
+    #: controller climbs while the share it predicts at the rate in force stays below it.
+    violation_budget: float = DEFAULT_VIOLATION_BUDGET
 
     def __post_init__(self) -> None:
         if not self.limits and not self.labels:
@@ -169,6 +177,11 @@ class SloSpec:
             raise SloSpecError(f"min_samples: must be >= 1, got {self.min_samples}")
         if self.window_ms < 1:
             raise SloSpecError(f"window: must be > 0, got {self.window_ms} ms")
+        if not 0.0 < self.violation_budget < 1.0:
+            raise SloSpecError(
+                "violation_budget: must be above 0% and below 100%, "
+                f"got {self.violation_budget:.1%}"
+            )
         if not 0.0 < self.min_rate <= self.max_rate:
             raise SloSpecError(
                 f"min_rate/max_rate: need 0 < min_rate <= max_rate, "
@@ -205,6 +218,8 @@ class SloSpec:
             kwargs["min_rate"] = parse_rate_rps("min_rate", data["min_rate"])
         if "max_rate" in data:
             kwargs["max_rate"] = parse_rate_rps("max_rate", data["max_rate"])
+        if "violation_budget" in data:
+            kwargs["violation_budget"] = parse_percent("violation_budget", data["violation_budget"])
         return cls(thresholds, tuple(rules), **kwargs)
 
     @classmethod

@@ -231,7 +231,12 @@ slo_options = stack(
     click.option("--mean", type=DURATION, help="SLO on the window's mean, e.g. 100ms."),
     error_rate_option,
     window_option,
-)
+    click.option(
+        "--violation-budget", metavar="PERCENT",
+        help="Share of windows you accept over the SLO, e.g. 5% (default: the SLO file's, "
+        "else 5%).",
+    ),
+)  # fmt: skip
 
 rate_bound_options = stack(
     click.option("--min-rate", type=RATE, help="Rate floor, req/s (never 0)."),

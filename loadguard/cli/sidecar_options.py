@@ -56,6 +56,7 @@ class LoopOptions:
     mean: Seconds | None
     error_rate: str | None
     window: Seconds | None
+    violation_budget: str | None
     min_rate: float | None
     max_rate: float | None
     policy: str
@@ -89,6 +90,7 @@ class LoopOptions:
             self.slo_file, p50=self.p50, p90=self.p90, p95=self.p95, p99=self.p99,
             mean=self.mean, error_rate=self.error_rate, window=self.window,
             min_rate=self.min_rate, max_rate=self.max_rate,
+            violation_budget=self.violation_budget,
         )  # fmt: skip
 
     def config(self, paths: Paths, engines: tuple[str, ...]) -> SidecarConfig:

@@ -76,6 +76,7 @@ def simulate_cmd(
     mean: Seconds | None,
     error_rate: str | None,
     window: Seconds | None,
+    violation_budget: str | None,
     min_rate: float | None,
     max_rate: float | None,
     initial_rate: float,
@@ -116,6 +117,7 @@ def simulate_cmd(
     spec = SloSpec.load(
         slo_file, p50=p50, p90=p90, p95=p95, p99=p99, mean=mean, error_rate=error_rate,
         window=window, min_rate=min_rate, max_rate=max_rate,
+        violation_budget=violation_budget,
     )  # fmt: skip
     knobs: dict[str, object] = {"lag_ms": actuation_lag * 1000.0, "flush_ms": jtl_flush * 1000.0}
     knobs.update(parse_params(params))

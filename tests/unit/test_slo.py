@@ -165,3 +165,20 @@ def test_log_thresholds_for_the_decision_log() -> None:
         "mean_ms": None,
         "error_rate": 0.01,
     }
+
+
+def test_violation_budget_defaults_to_five_percent() -> None:
+    assert SloSpec.from_options(p95="250ms").violation_budget == 0.05
+
+
+def test_violation_budget_is_read_from_the_toml_table(tmp_path: Path) -> None:
+    path = tmp_path / "lg.toml"
+    path.write_text('[slo]\np95 = "250ms"\nviolation_budget = "1%"\n')
+    assert SloSpec.load(path).violation_budget == 0.01
+    assert SloSpec.load(path, violation_budget="10%").violation_budget == 0.10
+
+
+@pytest.mark.parametrize("text", ["0%", "100%"])
+def test_violation_budget_outside_the_open_interval_is_refused(text: str) -> None:
+    with pytest.raises(SloSpecError, match="violation_budget"):
+        SloSpec.from_options(p95="250ms", violation_budget=text)
