@@ -197,9 +197,13 @@ def drive(
         **cfg.policy_params,
     )
     actuator = actuator if actuator is not None else _actuator(cfg)
-    summary = SummaryBuilder(cfg.spec.window_ms, cfg.spec.log_thresholds(), cfg.min_capacity)
+    summary = SummaryBuilder(
+        cfg.spec.window_ms, cfg.spec.log_thresholds(), cfg.min_capacity,
+        budget=cfg.spec.violation_budget,
+    )  # fmt: skip
     settings = LoopSettings(
         tick_ms=cfg.tick_ms,
+        lag_ms=cfg.lag_ms,
         idle_exit_ms=cfg.idle_exit_ms,
         max_duration_ms=cfg.duration_ms,
         min_capacity=cfg.min_capacity,
