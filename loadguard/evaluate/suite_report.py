@@ -62,15 +62,22 @@ def default_out(doc: Path, data: dict[str, Any]) -> Path:
 
 
 def commit() -> str | None:
-    """The checkout's commit (``git describe --always --dirty``), if it is one."""
-    try:
-        out = subprocess.run(
-            ["git", "describe", "--always", "--dirty", "--abbrev=12"],
+    """The commit of the checkout the running code is in, "+changes" if its ``loadguard``
+    package differs from it (the documents it writes do not count); ``None`` outside git."""
+    package = Path(__file__).resolve().parents[1]
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(package), *args],
             capture_output=True, text=True, timeout=10, check=True,
-        )  # fmt: skip
+        ).stdout.strip()  # fmt: skip
+
+    try:
+        head = git("rev-parse", "--short=12", "HEAD")
+        changed = git("status", "--porcelain", "--", str(package))
     except (OSError, subprocess.SubprocessError):
         return None
-    return out.stdout.strip() or None
+    return f"{head}+changes" if changed else head or None
 
 
 def summarise(runs: Sequence[dict[str, Any]], goal: Goal) -> list[dict[str, Any]]:
