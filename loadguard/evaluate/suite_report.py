@@ -280,8 +280,8 @@ def markdown(data: dict[str, Any], baseline: dict[str, Any] | None, charts: str)
         "samples/s over the measured λ*(t); collapses: windows > 10 % errors or p95 > 5× "
         "SLO, consecutive ones counted once.",
         "",
-        "| plant | F(B) | policy | violations | steady eff. | gap | t→reach | recovery "
-        "| collapses | errors | goal misses |",
+        "| plant | F(B) | policy | violations (mean) | steady eff. (mean) | gap | t→reach "
+        "(worst) | recovery (worst) | collapses (max) | errors (worst) | goal misses |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for plant in data["plants"]:
