@@ -197,6 +197,15 @@ error_rate_option = click.option(
 )
 
 
+#: The SLO's violation budget (``SloSpec.violation_budget``): the sidecar's, and the one
+#: the plant suite runs its policies with and judges them against.
+violation_budget_option = click.option(
+    "--violation-budget", metavar="PERCENT",
+    help="Share of windows you accept over the SLO, e.g. 5% (default: the SLO file's if "
+    "any, else 5%).",
+)  # fmt: skip
+
+
 rebuild_option = click.option(
     "--rebuild", is_flag=True, help="Build again even if the cache holds a complete one."
 )
@@ -231,11 +240,7 @@ slo_options = stack(
     click.option("--mean", type=DURATION, help="SLO on the window's mean, e.g. 100ms."),
     error_rate_option,
     window_option,
-    click.option(
-        "--violation-budget", metavar="PERCENT",
-        help="Share of windows you accept over the SLO, e.g. 5% (default: the SLO file's, "
-        "else 5%).",
-    ),
+    violation_budget_option,
 )  # fmt: skip
 
 rate_bound_options = stack(
