@@ -35,8 +35,9 @@ from loadguard.actuator.elastic_timer import (
 from loadguard.actuator.engines import Actuator, DryRunActuator, Engine, EngineSet
 from loadguard.actuator.fleet import FleetActuator, FleetSource, RemoteTestEndProbe
 from loadguard.console import ConsoleReporter
-from loadguard.decisions import DecisionLogWriter, check_writable
+from loadguard.decisions import DecisionLogWriter, check_writable, log_cause
 from loadguard.errors import INTERNAL_ERROR_EXIT, DecisionLogError, EngineError, UsageError
+from loadguard.headline import headline
 from loadguard.jmeter.bsh_loopback import confirm_loopback_console, write_loopback_server_file
 from loadguard.jmeter.home import JMeterHome
 from loadguard.jmeter.launch import JMeterProcess, LaunchSpec, free_tcp_pair, free_udp_port
@@ -252,6 +253,8 @@ def drive(
     if outcome.stop_reason is StopReason.INTERNAL_ERROR and failure is not None:
         data["internal_error"] = f"{type(failure).__name__}: {' '.join(str(failure).split())}"
     data.update(actuator.summary_json())  # a fleet: its engines, their losses / returns
+    # The one headline sentence (loadguard.headline), as the report and console say it.
+    data["headline"] = headline(data, log_cause(cfg.paths.decisions)).to_json()
     write_json_atomic(cfg.paths.summary, data)
     if cfg.paths.junit is not None:
         write_junit(cfg.paths.junit, outcome.summary)
