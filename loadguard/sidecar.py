@@ -209,7 +209,7 @@ def drive(
     failure: Exception | None = None
     with (
         DecisionLogWriter(cfg.paths.decisions) as writer,
-        ConsoleReporter(quiet=cfg.quiet, verbose=cfg.verbose) as console,
+        ConsoleReporter(cfg.quiet, cfg.verbose, duration_ms=cfg.duration_ms) as console,
     ):
         loop = ControlLoop(
             source=source,
