@@ -35,8 +35,9 @@ from loadguard.actuator.elastic_timer import (
 from loadguard.actuator.engines import Actuator, DryRunActuator, Engine, EngineSet
 from loadguard.actuator.fleet import FleetActuator, FleetSource, RemoteTestEndProbe
 from loadguard.console import ConsoleReporter
-from loadguard.decisions import DecisionLogWriter, check_writable
+from loadguard.decisions import DecisionLogWriter, check_writable, log_cause
 from loadguard.errors import INTERNAL_ERROR_EXIT, DecisionLogError, EngineError, UsageError
+from loadguard.headline import headline
 from loadguard.jmeter.bsh_loopback import confirm_loopback_console, write_loopback_server_file
 from loadguard.jmeter.home import JMeterHome
 from loadguard.jmeter.launch import JMeterProcess, LaunchSpec, free_tcp_pair, free_udp_port
@@ -221,7 +222,7 @@ def drive(
     failure: Exception | None = None
     with (
         DecisionLogWriter(cfg.paths.decisions) as writer,
-        ConsoleReporter(quiet=cfg.quiet, verbose=cfg.verbose) as console,
+        ConsoleReporter(cfg.quiet, cfg.verbose, duration_ms=cfg.duration_ms) as console,
     ):
         loop = ControlLoop(
             source=source,
@@ -267,6 +268,8 @@ def drive(
     data.update(actuator.summary_json())  # a fleet: its engines, their losses / returns
     outputs.end(data)  # the end annotation; waits a bounded time for the last points
     data.update(outputs.summary_json())  # their points written and dropped
+    # The one headline sentence (loadguard.headline), as the report and console say it.
+    data["headline"] = headline(data, log_cause(cfg.paths.decisions)).to_json()
     write_json_atomic(cfg.paths.summary, data)
     if cfg.paths.junit is not None:
         write_junit(cfg.paths.junit, outcome.summary)

@@ -97,6 +97,13 @@ force_option = click.option(
 )
 
 
+no_dashboard_option = click.option(
+    "--no-dashboard",
+    is_flag=True,
+    help="Do not generate JMeter's HTML dashboard (RUN/dashboard/) after the run.",
+)
+
+
 def duration_option(default: str | None = None) -> Callable[[F], F]:
     """``--duration``: the one option whose default is the command's own (a demo, a
     simulation and a run until JMeter ends differ), so the help says so."""

@@ -5,7 +5,8 @@ third-party packages, and anything in a layer below it):
 
 0. leaves, shared by everyone: ``loadguard`` (the package: ``__version__``), ``errors``,
    ``durations``, ``clock``, ``rate``, ``stats``, ``observation``, ``slo``, ``window``,
-   ``stop_reason``, ``histogram``, ``decision_columns``, ``jtl.sample`` (the
+   ``stop_reason``, ``histogram``, ``decision_columns``, ``human`` and ``headline``
+   (figures and the headline sentence for people), ``jtl.sample`` (the
    ``SampleBatch`` and ``SampleSource`` types), and the counting core: ``exceedance``,
    ``ledger``, ``evidence``, ``capacity``. A leaf imports only other leaves.
 1. ``jtl``: reading JTL files.
@@ -47,6 +48,8 @@ LEAVES = frozenset(
         "loadguard.ledger",
         "loadguard.evidence",
         "loadguard.capacity",
+        "loadguard.human",
+        "loadguard.headline",
     }
 )
 
