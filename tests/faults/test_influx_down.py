@@ -78,7 +78,8 @@ def outage(jmeter_home: JMeterHome, tmp_path_factory: pytest.TempPathFactory) ->
 
 
 def test_the_run_ends_on_its_duration_with_every_tick_logged(outage: Outage) -> None:
-    assert outage.returncode in (0, 1), outage.stderr[-3000:]
+    # 0 PASS, 1 FAIL, 5 INCONCLUSIVE (ended before the knee): a verdict, not a failure
+    assert outage.returncode in (0, 1, 5), outage.stderr[-3000:]
     assert "Traceback" not in outage.stderr
     assert outage.summary["stop_reason"] == "duration"
     ticks = [int(r["tick"]) for r in outage.rows]
