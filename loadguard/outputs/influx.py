@@ -174,7 +174,16 @@ def end_text(summary: Mapping[str, Any]) -> str:
     parts = [f"verdict {summary.get('verdict', '?')}"]
     capacity = summary.get("capacity")
     if isinstance(capacity, Mapping) and capacity.get("rps") is not None:
-        parts.append(f"capacity {capacity.get('status')} {float(capacity['rps']):.1f} req/s")
+        rps = float(capacity["rps"])
+        ci = capacity.get("ci90_rps")
+        if capacity.get("status") == "lower_bound":
+            parts.append(f"capacity above {rps:.1f} req/s")
+        elif isinstance(ci, Sequence) and len(ci) == 2 and None not in ci:
+            parts.append(
+                f"capacity {rps:.1f} req/s (90 % CI {float(ci[0]):.1f}-{float(ci[1]):.1f})"
+            )
+        else:
+            parts.append(f"capacity {rps:.1f} req/s")
     elif summary.get("max_compliant_rate") is not None:
         parts.append(f"max SLO-compliant rate {float(summary['max_compliant_rate']):.1f} req/s")
     return f"LoadGuard ended ({summary.get('stop_reason', '?')}): {', '.join(parts)}"

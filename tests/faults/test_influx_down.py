@@ -57,14 +57,29 @@ def outage(jmeter_home: JMeterHome, tmp_path_factory: pytest.TempPathFactory) ->
             influx.start()  # same port, same data folder
             restarted = int(time.time() * 1000)
             _, err = proc.communicate(timeout=90)
-        yield Outage(
-            influx, proc.returncode, err, read_decisions(decisions),
-            json.loads((out / "summary.json").read_text()), killed, restarted,
-        )  # fmt: skip
+        result = Outage(
+            influx,
+            proc.returncode,
+            err,
+            read_decisions(decisions),
+            json.loads((out / "summary.json").read_text()),
+            killed,
+            restarted,
+        )
+        counts = result.summary["outputs"]["influx"]
+        stored = influx.points("SELECT count(rate) FROM loadguard", DB)[0]["count"]
+        print(
+            f"\ninflux killed after tick 10, restarted {(restarted - killed) / 1000:.1f} s later: "
+            f"{len(result.rows)} ticks logged, stop {result.summary['stop_reason']}, "
+            f"written {counts['points_written']}, dropped {counts['points_dropped']}, "
+            f"outages {counts['outages']}; loadguard points stored {stored}"
+        )
+        yield result  # fmt: skip
 
 
 def test_the_run_ends_on_its_duration_with_every_tick_logged(outage: Outage) -> None:
-    assert outage.returncode in (0, 1), outage.stderr[-3000:]
+    # 0 PASS, 1 FAIL, 5 INCONCLUSIVE (ended before the knee): a verdict, not a failure
+    assert outage.returncode in (0, 1, 5), outage.stderr[-3000:]
     assert "Traceback" not in outage.stderr
     assert outage.summary["stop_reason"] == "duration"
     ticks = [int(r["tick"]) for r in outage.rows]

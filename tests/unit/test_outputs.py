@@ -26,6 +26,7 @@ from loadguard.outputs.influx import (
     InfluxTarget,
     OutputUnavailable,
     decision_text,
+    end_text,
     line,
     tick_fields,
 )
@@ -101,6 +102,31 @@ def test_decision_text_says_the_change_and_the_figures_against_the_slo() -> None
     text = decision_text(tick_result(1000, old=80.0, new=60.0, p95=312.0))
     assert text.startswith("DECREASE 80.0 -> 60.0 req/s (safe): p95 312 ms (SLO 250 ms)")
     assert "errors 1.25 % (SLO 1.00 %)" in text
+
+
+@pytest.mark.parametrize(
+    ("capacity", "expected"),
+    [
+        (
+            {"status": "estimated", "rps": 151.2, "ci90_rps": [146.0, 155.0]},
+            "capacity 151.2 req/s (90 % CI 146.0-155.0)",
+        ),
+        ({"status": "lower_bound", "rps": 60.0, "ci90_rps": None}, "capacity above 60.0 req/s"),
+        ({"status": "unknown", "rps": None, "ci90_rps": None}, "max SLO-compliant rate 27.4"),
+    ],
+)
+def test_end_annotation_names_the_summarys_capacity_estimate(
+    capacity: dict[str, Any], expected: str
+) -> None:
+    summary = {
+        "verdict": "INCONCLUSIVE",
+        "stop_reason": "duration",
+        "capacity": capacity,
+        "max_compliant_rate": 27.4,
+    }
+    text = end_text(summary)
+    assert text.startswith("LoadGuard ended (duration): verdict INCONCLUSIVE, ")
+    assert expected in text
 
 
 # ------------------------------------------------------------------ URLs and credentials
