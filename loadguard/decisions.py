@@ -27,6 +27,7 @@ from types import TracebackType
 
 from loadguard.decision_columns import COLUMNS
 from loadguard.errors import DecisionLogError, OutputPathError
+from loadguard.headline import Cause, failure_cause
 
 log = logging.getLogger(__name__)
 
@@ -213,3 +214,13 @@ class DecisionLogWriter:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+
+
+def log_cause(path: Path) -> Cause | None:
+    """``headline.failure_cause`` over a decision log's rows, streamed; ``None`` when the
+    log cannot be read (the headline then names the SLO without its onset)."""
+    try:
+        with path.open(newline="", encoding="utf-8", errors="replace") as fh:
+            return failure_cause(csv.DictReader(fh))
+    except OSError:
+        return None

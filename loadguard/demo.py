@@ -5,7 +5,8 @@
    max SLO-compliant rate lambda* is known analytically: 144.4 req/s for p95 <= 250 ms);
 3. ``loadguard run`` the elastic plan from ``jmx_templates/`` against it with the paper's
    scenario: a stress ceiling of 800 req/s, SLOs on p95 and error rate;
-4. render ``report.html`` and print a short summary.
+4. generate JMeter's own HTML dashboard (``dashboard/``), render ``report.html`` (which
+   links to it) and print a short summary ending with the headline.
 
 Everything lands in ``results/<timestamp>/``. Both children end with the demo; Ctrl-C
 stops JMeter gracefully and then the target.
@@ -19,6 +20,7 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from loadguard.dashboard import dashboard_for_run
 from loadguard.errors import UsageError
 from loadguard.jmeter.home import find_jmeter_home
 from loadguard.jmeter.install import install
@@ -60,6 +62,7 @@ class DemoOptions:
     initial_rate: float = 5.0
     force: bool = False
     quiet: bool = False
+    dashboard: bool = True
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,8 @@ class DemoResult:
     out_dir: Path
     report: Path | None
     lambda_star_rps: float | None
+    #: the console line about JMeter's dashboard (loadguard.dashboard)
+    dashboard: str | None = None
 
 
 def run_demo(opts: DemoOptions, progress: logging.Logger = log) -> DemoResult:
@@ -131,6 +136,8 @@ def run_demo(opts: DemoOptions, progress: logging.Logger = log) -> DemoResult:
         )
         + "\n"
     )
+    paths = Paths.in_dir(out)
+    made = dashboard_for_run(home, out, paths.jtl, paths.summary, enabled=opts.dashboard)
     report: Path | None = None
     try:
         from loadguard.report.render import render_report
@@ -138,4 +145,4 @@ def run_demo(opts: DemoOptions, progress: logging.Logger = log) -> DemoResult:
         report = render_report(out)
     except Exception as exc:  # the run's data is safe; a report failure must not hide it
         progress.warning("report failed: %s", exc)
-    return DemoResult(replace(outcome), out, report, lam)
+    return DemoResult(replace(outcome), out, report, lam, made.line())

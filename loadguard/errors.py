@@ -98,3 +98,7 @@ class ActuatorError(EngineError):
 
 class BeanShellReplyError(ActuatorError):
     """The BeanShell server answered, but its reply reports an error or lacks the sentinel."""
+
+
+class DashboardError(EngineError):
+    """JMeter's report generator failed on ``loadguard report --dashboard``."""

@@ -9,17 +9,21 @@ from pathlib import Path
 
 import click
 
+from loadguard import human
 from loadguard.cli.options import (
     duration_option,
     error_rate_option,
     force_option,
+    no_dashboard_option,
     out_option,
     p95_option,
     policy_option,
     quiet_option,
 )
+from loadguard.cli.sidecar_cmd import headline_line
 from loadguard.demo import DemoOptions, run_demo
 from loadguard.durations import Seconds, format_duration
+from loadguard.sidecar import Paths
 
 #: The demo's SLO when none is given (the paper's scenario).
 DEFAULT_P95 = DemoOptions.p95
@@ -33,6 +37,7 @@ DEFAULT_ERROR_RATE = DemoOptions.error_rate
 @p95_option
 @error_rate_option
 @force_option
+@no_dashboard_option
 @quiet_option
 def demo(
     duration: Seconds,
@@ -41,6 +46,7 @@ def demo(
     p95: Seconds | None,
     error_rate: str | None,
     force: bool,
+    no_dashboard: bool,
     quiet: bool,
 ) -> None:
     """Provision JMeter, start the demo target, and let LoadGuard find its capacity.
@@ -49,7 +55,7 @@ def demo(
     SLO-compliant capacity is far lower (M/M/8, 50 ms service: lambda* = 144 req/s at
     p95 <= 250 ms). The SLO is --p95 (default 250ms) and --error-rate (default 1%).
     Leaves --out (default results/<timestamp>/) with results.jtl, decisions.csv,
-    summary.json, report.html and jmeter.log.
+    summary.json, report.html, jmeter.log and JMeter's own dashboard/.
 
     \b
     Example:
@@ -66,22 +72,22 @@ def demo(
         error_rate=DEFAULT_ERROR_RATE if error_rate is None else error_rate,
         force=force,
         quiet=quiet,
+        dashboard=not no_dashboard,
     )
     result = run_demo(opts, logging.getLogger("loadguard.demo"))
     s = result.outcome.summary
     lam = result.lambda_star_rps
     found = s.max_compliant_rate
     click.echo("")
-    click.echo(f"verdict:                 {s.verdict} (stop: {result.outcome.stop_reason})")
-    click.echo(f"max SLO-compliant rate:  {'-' if found is None else f'{found:.1f}'} req/s")
-    click.echo(f"target's analytic λ*:    {'-' if lam is None else f'{lam:.1f}'} req/s")
-    if found is not None and lam:
-        click.echo(f"found / analytic:        {found / lam:.0%}")
-    share = s.violation_share_p95
-    click.echo(f"p95-violating windows:   {'-' if share is None else f'{share:.0%}'}")
-    click.echo(f"actions:                 {dict(s.actions)}")
-    click.echo(f"results:                 {result.out_dir}")
+    click.echo(f"verdict:               {s.verdict} (stop: {result.outcome.stop_reason})")
+    if lam:
+        against = f" (highest rate held within the SLO: {found / lam:.0%} of it)" if found else ""
+        click.echo(f"target's analytic λ*:  {human.rate(lam)}{against}")
+    click.echo(f"results:               {result.out_dir}")
     if result.report is not None:
-        click.echo(f"report:                  {result.report}")
+        click.echo(f"report:                {result.report}")
+    if result.dashboard:
+        click.echo(result.dashboard)
+    click.echo(headline_line(result.outcome, Paths.in_dir(result.out_dir)))
     # The demo succeeded when the loop ran; the SLO verdict is reported above.
     sys.exit(3 if result.outcome.exit_code == 3 else 0)

@@ -97,6 +97,13 @@ force_option = click.option(
 )
 
 
+no_dashboard_option = click.option(
+    "--no-dashboard",
+    is_flag=True,
+    help="Do not generate JMeter's HTML dashboard (RUN/dashboard/) after the run.",
+)
+
+
 def duration_option(default: str | None = None) -> Callable[[F], F]:
     """``--duration``: the one option whose default is the command's own (a demo, a
     simulation and a run until JMeter ends differ), so the help says so."""
@@ -276,6 +283,36 @@ jtl_format_options = stack(
     click.option(
         "--transactions", is_flag=True,
         help="Count Transaction Controller rows as labels (kept out of the overall figures).",
+    ),
+)  # fmt: skip
+
+#: Live outputs of ``run`` and ``attach`` (docs/dashboards.md); also ``[outputs]`` in
+#: the --slo-file TOML file (these options override it).
+output_options = stack(
+    click.option(
+        "--influx", metavar="URL",
+        help="Write ticks and decisions to InfluxDB: http://HOST:8086/write?db=NAME (1.x) or "
+        ".../api/v2/write?org=ORG&bucket=B (2.x); token in $LOADGUARD_INFLUX_TOKEN.",
+    ),
+    click.option(
+        "--influx-token-file", type=FILE,
+        help="File whose first line is the InfluxDB token (1.x: user:password).",
+    ),
+    click.option(
+        "--influx-required", is_flag=True,
+        help="Refuse to start (exit 2) if InfluxDB cannot be written to.",
+    ),
+    click.option(
+        "--application", metavar="NAME",
+        help="The application tag/label of the outputs (default: the plan's name).",
+    ),
+    click.option(
+        "--prometheus-port", type=click.IntRange(0, 65535), metavar="PORT",
+        help="Serve /metrics for Prometheus on this port during the run (0: a free one).",
+    ),
+    click.option(
+        "--prometheus-host", metavar="HOST",
+        help="Address /metrics binds to (default 127.0.0.1; 0.0.0.0 exposes it).",
     ),
 )  # fmt: skip
 

@@ -10,10 +10,14 @@ from loadguard.cli.metrics_cmd import build_format
 from loadguard.cli.options import (
     FILE,
     decisions_option,
+    jmeter_home_option,
     jtl_format_options,
     jtl_option,
     summary_option,
 )
+from loadguard.dashboard import DashboardResult, dashboard_for_run
+from loadguard.errors import DashboardError, ReportError, UsageError
+from loadguard.jmeter.home import find_jmeter_home
 from loadguard.report import render_compare, render_report, resolve_run
 
 PathArg = click.Path(path_type=Path)
@@ -30,6 +34,12 @@ html_option = click.option(
 @jtl_format_options
 @summary_option
 @html_option
+@click.option(
+    "--dashboard",
+    is_flag=True,
+    help="Also generate JMeter's HTML dashboard into RUN_DIR/dashboard/ (needs RUN_DIR).",
+)
+@jmeter_home_option
 def report(
     run_dir: Path | None,
     decisions: Path | None,
@@ -39,6 +49,8 @@ def report(
     transactions: bool,
     summary: Path | None,
     html: Path | None,
+    dashboard: bool,
+    jmeter_home: Path | None,
 ) -> None:
     """Write a self-contained HTML report of a run, plus PNG charts beside it.
 
@@ -50,7 +62,9 @@ def report(
     a header needs --jmeter-properties (or --jtl-columns) unless it has JMeter 5.6.3's
     default columns. Each request counts once, as in `loadguard metrics`: Transaction
     Controller rows and sub-results are left out unless --transactions. The page is
-    RUN_DIR/report.html unless --html names another file.
+    RUN_DIR/report.html unless --html names another file. --dashboard first makes JMeter's
+    own HTML dashboard (RUN_DIR/dashboard/, with the provisioned JMeter) from a CSV JTL,
+    also for a folder from `loadguard attach`; the report links to it.
 
     \b
     Example:
@@ -58,6 +72,7 @@ def report(
       loadguard report --decisions decisions.csv --jtl results.jtl --html report.html
       loadguard report run/ --jtl old.jtl --jmeter-properties bin/user.properties
       loadguard report run/ --transactions
+      loadguard report results/2026-11-30T05-00-00 --dashboard
     """
     fmt = (
         build_format(jtl_columns, jmeter_properties, ())
@@ -72,8 +87,20 @@ def report(
         jtl_format=fmt,
         transactions=transactions,
     )
+    made: DashboardResult | None = None
+    if dashboard:
+        if paths.run_dir is None or paths.jtl is None:
+            raise UsageError("--dashboard needs RUN_DIR holding results.jtl (or --jtl)")
+        made = dashboard_for_run(
+            find_jmeter_home(jmeter_home), paths.run_dir, paths.jtl, paths.summary
+        )
+        click.echo(made.line())
     written = render_report(paths, html)
     click.echo(f"report: {written}")
+    if made is not None and made.status == "skipped":
+        raise ReportError(made.line())  # the JTL does not fit JMeter's generator (exit 2)
+    if made is not None and made.status == "failed":
+        raise DashboardError(made.line())  # JMeter's generator failed (exit 3)
 
 
 @click.command("compare")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 from datetime import datetime
@@ -15,6 +16,7 @@ from loadguard.cli.options import (
     jmeter_home_option,
     jmeter_property_option,
     jtl_option,
+    no_dashboard_option,
     out_option,
     remote_option,
     thread_group_option,
@@ -25,24 +27,31 @@ from loadguard.cli.sidecar_options import (
     loop_options,
     with_remotes,
 )
+from loadguard.dashboard import dashboard_for_run
 from loadguard.errors import UsageError
+from loadguard.headline import headline
 from loadguard.jmeter.home import find_jmeter_home
 from loadguard.jmeter.remote import DEFAULT_SAMPLE_SENDER, SAMPLE_SENDER_MODES
 from loadguard.loop import LoopOutcome
 from loadguard.sidecar import Paths, RunPlan, attach, run_plan
 
 
-def _finish(outcome: LoopOutcome, paths: Paths) -> None:
+def headline_line(outcome: LoopOutcome, paths: Paths) -> str:
+    """``VERDICT: <headline>``: the sentence summary.json holds (loadguard.headline)."""
     s = outcome.summary
-    rate = "-" if s.max_compliant_rate is None else f"{s.max_compliant_rate:.1f} req/s"
-    p95 = "-" if s.p95_ms is None else f"{s.p95_ms:.0f} ms"
-    share = "-" if s.violation_share_p95 is None else f"{s.violation_share_p95:.0%}"
-    click.echo(
-        f"verdict {s.verdict}: max SLO-compliant rate {rate}, run p95 {p95}, "
-        f"p95-violating windows {share}, stop: {outcome.stop_reason}",
-        err=True,
-    )
+    try:
+        text = str(json.loads(paths.summary.read_text())["headline"]["text"])
+    except (OSError, ValueError, KeyError, TypeError):
+        text = headline(s.to_json()).text
+    return f"{s.verdict}: {text}"
+
+
+def _finish(outcome: LoopOutcome, paths: Paths, dashboard: str | None = None) -> None:
+    click.echo(f"stop: {outcome.stop_reason}", err=True)
+    if dashboard:
+        click.echo(dashboard, err=True)
     click.echo(f"decisions: {paths.decisions}  summary: {paths.summary}", err=True)
+    click.echo(headline_line(outcome, paths), err=True)
     sys.exit(outcome.exit_code)
 
 
@@ -104,6 +113,7 @@ def attach_cmd(
 @thread_group_option
 @click.option("--no-inject", is_flag=True, help="Run the plan as is (it already paces itself).")
 @force_option
+@no_dashboard_option
 @engine_option()
 @remote_option
 @engine_max_rate_option
@@ -124,6 +134,7 @@ def run_cmd(
     thread_groups: tuple[str, ...],
     no_inject: bool,
     force: bool,
+    no_dashboard: bool,
     engines: tuple[str, ...],
     remotes: tuple[str, ...],
     engine_max_rate: float | None,
@@ -135,7 +146,9 @@ def run_cmd(
     Injects the Elastic Timer into a copy of the plan unless it has one, picks free
     BeanShell and UDP ports (the BeanShell console listens on 127.0.0.1 only; see
     docs/security.md), starts JMeter with autoflush, drives the rate, and stops JMeter
-    cleanly at the end or on Ctrl-C. Arguments after `--` go to JMeter unchanged.
+    cleanly at the end or on Ctrl-C. Afterwards JMeter's own HTML dashboard is generated
+    into RUN/dashboard/ from the CSV JTL (--no-dashboard: not). Arguments after `--` go
+    to JMeter unchanged.
     --engine is only for --remote engines: run starts its own JMeter.
 
     JMeter runs in the current directory, and files the plan names relative to its own
@@ -179,4 +192,6 @@ def run_cmd(
         outcome, _code = run_remote(run, cfg)
     else:
         outcome, _code = run_plan(run, cfg)
-    _finish(outcome, paths)
+    # JMeter's own dashboard beside the run; it never fails the run (loadguard.dashboard).
+    made = dashboard_for_run(home, out_dir, paths.jtl, paths.summary, enabled=not no_dashboard)
+    _finish(outcome, paths, made.line())

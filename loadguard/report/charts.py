@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import matplotlib
 import numpy as np
@@ -253,3 +254,134 @@ def png_bytes(fig: Figure, dpi: int = 110) -> bytes:
     with style():
         fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
     return buf.getvalue()
+
+
+#: What the knee chart's points are, said on the chart itself.
+KNEE_SAMPLES = (
+    "one point per tick: that tick's sliding window of samples, keyed on completion time "
+    "(timeStamp + elapsed)"
+)
+
+
+@dataclass(frozen=True)
+class KneeMarks:
+    """What the knee chart marks besides the points (all req/s; None: not marked)."""
+
+    capacity_rps: float | None = None
+    capacity_ci90: tuple[float, float] | None = None
+    #: "estimate", or "lower bound" (capacity above ``capacity_rps``)
+    capacity_kind: str = "estimate"
+    held_rps: float | None = None
+    held_label: str = "held rate"
+
+    @classmethod
+    def from_summary(cls, summary: Mapping[str, Any] | None) -> KneeMarks:
+        """From summary.json: the controller's ``capacity``/``held_rate`` when present,
+        else today's ``max_compliant_rate`` as the rate held."""
+        if not summary:
+            return cls()
+        cap: Mapping[str, Any] = summary.get("capacity") or {}
+        held: Mapping[str, Any] = summary.get("held_rate") or {}
+        cap = cap if isinstance(cap, Mapping) else {}
+        held = held if isinstance(held, Mapping) else {}
+        rps = _finite(cap.get("rps"))
+        ci_raw = cap.get("ci90_rps")
+        ci = None
+        if isinstance(ci_raw, list | tuple) and len(ci_raw) == 2:
+            lo, hi = _finite(ci_raw[0]), _finite(ci_raw[1])
+            ci = (lo, hi) if lo is not None and hi is not None else None
+        kind = "lower bound" if cap.get("status") == "lower_bound" else "estimate"
+        held_rps = _finite(held.get("rps"))
+        label = "held rate"
+        if held_rps is None:
+            held_rps = _finite(summary.get("max_compliant_rate"))
+            label = "highest rate held within every SLO"
+        return cls(rps, ci, kind, held_rps, label)
+
+
+def _finite(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if np.isfinite(value) else None
+
+
+def _mark_rates(ax: Axes, marks: KneeMarks, legend: bool) -> None:
+    if marks.capacity_ci90 is not None:
+        lo, hi = marks.capacity_ci90
+        ax.axvspan(lo, hi, color="#9ecae1", alpha=0.35, lw=0,
+                   label="capacity 90 % CI" if legend else None, zorder=0)  # fmt: skip
+    if marks.capacity_rps is not None:
+        style = "-" if marks.capacity_kind == "estimate" else (0, (4, 2))
+        name = "capacity at the SLO" if marks.capacity_kind == "estimate" else "capacity above"
+        ax.axvline(marks.capacity_rps, color="#08519c", linewidth=1.3, linestyle=style,
+                   label=name if legend else None)  # fmt: skip
+    if marks.held_rps is not None:
+        ax.axvline(marks.held_rps, color="#238b45", linewidth=1.5, linestyle=":",
+                   label=marks.held_label if legend else None)  # fmt: skip
+
+
+def knee_chart(frame: pd.DataFrame, axis: TimeAxis, marks: KneeMarks) -> Chart:
+    """p95 (and p99 when it is an SLO) against achieved throughput, one point per tick,
+    coloured by time; error rate against throughput beside it."""
+    fig = Figure(figsize=(10.0, 3.9))
+    fig.subplots_adjust(left=0.07, right=0.86, top=0.93, bottom=0.15, wspace=0.28)
+    grid = fig.add_gridspec(1, 2, width_ratios=(2.1, 1.0))
+    ax, ax_err = fig.add_subplot(grid[0]), fig.add_subplot(grid[1])
+    judged = (frame["zone"] != "NO_DATA").to_numpy() & (_col(frame, "rps") > 0)
+    sub = frame[judged]
+    x = _col(sub, "rps")
+    t = axis.of(sub["epoch_ms"])
+    idx = thin(len(sub), MAX_MARKERS * 2)
+    x, t = x[idx], t[idx]
+    p95 = _col(sub, "p95_ms")[idx]
+    scatter = ax.scatter(x, p95, c=t, cmap="viridis", s=18, marker="o", linewidths=0,
+                         label="window p95", zorder=3)  # fmt: skip
+    slo95 = frame["slo_p95_ms"].dropna()
+    slo99 = frame["slo_p99_ms"].dropna()
+    if len(slo99):
+        ax.scatter(x, _col(sub, "p99_ms")[idx], c=t, cmap="viridis", s=16, marker="^",
+                   linewidths=0, alpha=0.8, label="window p99", zorder=3)  # fmt: skip
+        ax.axhline(float(slo99.iloc[-1]), color="#8c2d04", linestyle="--", linewidth=1.2,
+                   label=f"SLO p99 {float(slo99.iloc[-1]):g} ms")  # fmt: skip
+    if len(slo95):
+        ax.axhline(float(slo95.iloc[-1]), color="#b01e12", linestyle="--", linewidth=1.2,
+                   label=f"SLO p95 {float(slo95.iloc[-1]):g} ms")  # fmt: skip
+    _mark_rates(ax, marks, legend=True)
+    ax.set_xlabel("achieved throughput (req/s, window rps)")
+    ax.set_ylabel("latency (ms)")
+    ax.set_xlim(left=0)
+    ax.set_ylim(bottom=0)
+    ax.set_title("latency against throughput", fontsize=9, loc="left")
+    err = _col(sub, "error_rate")[idx] * 100.0
+    ax_err.scatter(x, err, c=t, cmap="viridis", s=14, linewidths=0, zorder=3)
+    slo_err = frame["slo_error_rate"].dropna()
+    if len(slo_err):
+        ax_err.axhline(float(slo_err.iloc[-1]) * 100.0, color="#7f0000", linestyle="--",
+                       linewidth=1.2)  # fmt: skip
+    _mark_rates(ax_err, marks, legend=False)
+    ax_err.set_xlabel("achieved throughput (req/s)")
+    ax_err.set_ylabel("error rate (%)")
+    ax_err.set_xlim(left=0)
+    top = max(1.0, float(np.nanmax(err)) * 1.15 if len(err) and np.isfinite(err).any() else 1.0)
+    if len(slo_err):
+        top = max(top, float(slo_err.iloc[-1]) * 100.0 * 1.3)
+    ax_err.set_ylim(0, top)
+    ax_err.set_title("errors against throughput", fontsize=9, loc="left")
+    cbar = fig.colorbar(scatter, ax=[ax, ax_err], fraction=0.025, pad=0.02)
+    cbar.set_label(axis.label)
+    ax.legend(loc="upper left", fontsize=7.5, frameon=True, framealpha=0.85)
+    caption = (
+        f"Each point is a judged window ({KNEE_SAMPLES}); colour: time since the start. "
+        "Dashed: the SLO thresholds. "
+    )
+    if marks.capacity_rps is not None:
+        caption += (
+            "Blue: the controller's capacity estimate and its 90 % confidence band. "
+            if marks.capacity_kind == "estimate"
+            else "Blue dashed: capacity is above this rate (the knee was not reached). "
+        )
+    if marks.held_rps is not None:
+        caption += f"Green dotted: the {marks.held_label}."
+    if len(sub) > len(idx):
+        caption += f" {len(idx):,} of {len(sub):,} windows drawn, evenly spaced."
+    return Chart("knee", "Latency against throughput (the knee)", caption.strip(), fig)

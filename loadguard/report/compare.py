@@ -4,7 +4,8 @@ Each run's x is the time since *its own* first tick, so runs started at differen
 times line up. Both charts share one time unit (seconds, or minutes past 20 minutes).
 Runs with a JTL also get a per-label table: each label's whole-run p95 / p99, error rate
 and sample count per run, exact (the same one-pass digest as ``loadguard report``).
-Files written: ``OUT`` and ``<stem>_rate.png``, ``<stem>_p95.png`` beside it.
+Files written: ``OUT`` and ``<stem>_knee.png``, ``<stem>_rate.png``, ``<stem>_p95.png``
+beside it. The first chart overlays the runs' latency-throughput curves.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from html import escape
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from matplotlib.figure import Figure
 
 from loadguard import __version__
@@ -80,6 +82,47 @@ def _overlay(
     return fig
 
 
+def knee_overlay(frames: Sequence[tuple[str, pd.DataFrame]], slo: float | None) -> Figure:
+    """Each run's window p95 against its achieved rate (judged ticks), in its colour, and
+    a line through the median p95 of each rate bin: the runs' latency-throughput curves."""
+    fig, ax = charts.new_figure()
+    for i, (name, frame) in enumerate(frames):
+        colour = PALETTE[i % len(PALETTE)]
+        judged = frame[(frame["zone"] != "NO_DATA") & (frame["rps"] > 0)]
+        x = judged["rps"].to_numpy(np.float64)
+        y = judged["p95_ms"].to_numpy(np.float64)
+        keep = charts.thin(len(x), charts.MAX_MARKERS * 2)
+        ax.scatter(x[keep], y[keep], s=10, color=colour, alpha=0.45, linewidths=0)
+        bx, by = binned_median(x, y)
+        ax.plot(bx, by, color=colour, linewidth=1.6, marker="o", markersize=3, label=name)
+    if slo is not None:
+        ax.axhline(slo, color="#b01e12", linestyle="--", linewidth=1.2, label="SLO p95")
+    ax.set_xlabel("achieved throughput (req/s, window rps)")
+    ax.set_ylabel("window p95 (ms)")
+    ax.set_xlim(left=0)
+    ax.set_ylim(bottom=0)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    return fig
+
+
+def binned_median(x: np.ndarray, y: np.ndarray, bins: int = 12) -> tuple[np.ndarray, np.ndarray]:
+    """Median ``y`` of ``bins`` equal-width bins of ``x`` (empty bins left out), at each
+    bin's median ``x``; NaN ``y`` is ignored."""
+    ok = np.isfinite(x) & np.isfinite(y)
+    x, y = x[ok], y[ok]
+    if len(x) == 0:
+        return np.empty(0), np.empty(0)
+    edges = np.linspace(float(x.min()), float(x.max()) + 1e-9, bins + 1)
+    which = np.clip(np.digitize(x, edges) - 1, 0, bins - 1)
+    bx, by = [], []
+    for b in range(bins):
+        sel = which == b
+        if sel.any():
+            bx.append(float(np.median(x[sel])))
+            by.append(float(np.median(y[sel])))
+    return np.asarray(bx), np.asarray(by)
+
+
 def render_compare(
     sources: Sequence[Path | RunPaths], out: Path, names: Sequence[str] | None = None
 ) -> Path:
@@ -108,16 +151,22 @@ def render_compare(
         achieved.append((name, x, frame["rps"].to_numpy(np.float64)))
         p95.append((name, x, frame["p95_ms"].to_numpy(np.float64)))
     slos = {float(v) for f in frames for v in f["slo_p95_ms"].dropna().iloc[-1:]}
+    common_slo = slos.pop() if len(slos) == 1 else None
     with charts.style():
         figs = {
+            "knee": knee_overlay(list(zip(labels, frames, strict=True)), common_slo),
             "rate": _overlay(
                 rate, unit, "requests / s", True, None, achieved, "achieved rps (dotted)"
             ),
-            "p95": _overlay(
-                p95, unit, "window p95 (ms)", False, slos.pop() if len(slos) == 1 else None
-            ),
+            "p95": _overlay(p95, unit, "window p95 (ms)", False, common_slo),
         }
     titles = {
+        "knee": (
+            "Latency against throughput",
+            "Each run's window p95 against its achieved rate, one dot per judged tick "
+            f"({charts.KNEE_SAMPLES}); the line joins the median p95 of 12 equal rate bins. "
+            "Dashed: the p95 SLO when all runs share it.",
+        ),
         "rate": (
             "Rate",
             "Each run's commanded new_rate (solid) and achieved window rps (dotted, same "

@@ -34,6 +34,9 @@ figure svg { width: 100%; height: auto; display: block; }
 figcaption { color: #555; font-size: 12.5px; }
 .zones span { display: inline-block; padding: 0 8px; margin-right: 6px; border-radius: 3px;
               font-size: 12px; }
+.headline { font-size: 18px; line-height: 1.5; margin: 14px 0 4px; padding: 10px 14px;
+            background: #f6f8fa; border-left: 5px solid #2b5c8a; }
+.verdict.INCONCLUSIVE { background: #b8860b; } .verdict.NO_DATA { background: #777; }
 footer { margin-top: 30px; color: #777; font-size: 12px; }
 """
 
@@ -76,6 +79,13 @@ def zone_legend() -> str:
         for zone, colour in ZONE_COLOURS.items()
     )
     return f'<p class="zones">Zones: {spans}</p>'
+
+
+def headline(verdict: str, text: str) -> str:
+    """The headline: the verdict badge and the one sentence (``loadguard.headline``)."""
+    badge = f'<span class="verdict {escape(verdict)}">{escape(verdict)}</span> ' if verdict else ""
+    sentence = f'<span id="headline-text">{escape(text)}</span>'
+    return f'<section id="headline"><p class="headline">{badge}{sentence}</p></section>'
 
 
 def figure(name: str, title: str, svg: str, caption: str) -> str:

@@ -18,11 +18,12 @@ from pathlib import Path
 import pandas as pd
 
 from loadguard import __version__
+from loadguard.headline import failure_cause, headline
 from loadguard.report import charts, page, tables
 from loadguard.report.atomic import write_all
 from loadguard.report.decision_frame import load_decisions
 from loadguard.report.jtl_digest import CHUNK_ROWS, JtlDigest, digest_jtl
-from loadguard.report.run_inputs import RunPaths, load_summary, resolve_run
+from loadguard.report.run_inputs import DASHBOARD_INDEX, RunPaths, load_summary, resolve_run
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,7 @@ def build_charts(run: RunData) -> list[charts.Chart]:
     per_second = run.jtl.per_second if run.jtl is not None else None
     with charts.style():
         return [
+            charts.knee_chart(frame, axis, charts.KneeMarks.from_summary(run.summary)),
             charts.rate_chart(frame, axis),
             charts.latency_chart(frame, axis),
             charts.error_chart(frame, axis),
@@ -87,13 +89,16 @@ def report_html(run: RunData, drawn: list[tuple[charts.Chart, str]]) -> str:
         heading = "Summary (derived from the decision log; no summary.json given)"
         verdict = ""
     badge = f' <span class="verdict {escape(verdict)}">{escape(verdict)}</span>' if verdict else ""
-    sections = [f"<section id=\"summary\"><h2>{escape(heading)}{badge}</h2>"
-                + page.key_value_table(rows, "summary-table") + "</section>"]  # fmt: skip
+    sections = [page.headline(verdict, _headline_text(run))]
+    summary_block = (f"<section id=\"summary\"><h2>{escape(heading)}{badge}</h2>"
+                     + page.key_value_table(rows, "summary-table") + "</section>")  # fmt: skip
     for chart, svg in drawn:
         block = page.figure(chart.name, chart.title, svg, chart.caption)
         if chart.name == "latency":
             block = block.replace("</h2>", "</h2>" + page.zone_legend(), 1)
         sections.append(block)
+        if chart.name == "knee":  # the knee right under the headline, then the table
+            sections.append(summary_block)
     if run.jtl is not None:
         slo = tables.slo_thresholds(frame)
         sections.append(
@@ -123,12 +128,40 @@ def report_html(run: RunData, drawn: list[tuple[charts.Chart, str]]) -> str:
         )
     if p.summary is not None:
         meta.append(f"Summary <code>{escape(str(p.summary))}</code>")
+    meta.append(_dashboard_meta(run))
     footer = (
         f"LoadGuard {escape(__version__)}. Charts thin long series for drawing only "
         f"(min/max per bucket, at most {charts.MAX_POINTS} points per line); every figure "
         "in the tables is computed from all rows."
     )
     return page.page(f"LoadGuard report: {p.name}", meta, sections, footer)
+
+
+def _headline_text(run: RunData) -> str:
+    """The one headline builder's sentence (``loadguard.headline``); without
+    summary.json, a line saying so."""
+    if run.summary is None:
+        return "No summary.json: the figures below are derived from the decision log."
+    return headline(run.summary, failure_cause(_records(run.decisions))).text
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, object]]:
+    return [{str(k): v for k, v in row.items()} for row in frame.to_dict("records")]
+
+
+def _dashboard_meta(run: RunData) -> str:
+    """A link to JMeter's own dashboard when the run folder has one, else why not."""
+    folder = run.paths.run_dir or run.paths.decisions.parent
+    if (folder / DASHBOARD_INDEX).is_file():
+        return (
+            f'JMeter\'s own HTML dashboard: <a href="{DASHBOARD_INDEX}">{DASHBOARD_INDEX}</a> '
+            "(made by JMeter's report generator from the JTL)"
+        )
+    info = run.summary.get("dashboard") if run.summary else None
+    why = info.get("reason") if isinstance(info, dict) else None
+    return "JMeter's own HTML dashboard: none in this folder" + (
+        f" ({escape(str(why))})" if why else " (`loadguard report RUN_DIR --dashboard` makes it)"
+    )
 
 
 def render_report(

@@ -20,6 +20,8 @@ DECISIONS = "decisions.csv"
 SUMMARY = "summary.json"
 JTL = "results.jtl"
 REPORT = "report.html"
+#: JMeter's own HTML dashboard of the run, relative to the run folder.
+DASHBOARD_INDEX = "dashboard/index.html"
 
 
 @dataclass(frozen=True)

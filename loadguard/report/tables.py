@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from loadguard import headline, human
 from loadguard.report.jtl_digest import JtlDigest, LabelDigest
 
 SUMMARY_ORDER: tuple[str, ...] = (
@@ -105,10 +106,233 @@ def _evidence(ev: Mapping[str, Any]) -> str:
     )
 
 
+#: Rows of the human summary table, in order, and the summary.json keys each one shows.
+#: A key no row names (one a newer writer added) gets a row of its own, its name spelt
+#: out (``zz_new`` -> "Zz new").
+HUMAN_ROWS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Verdict", ("verdict", "slo_verdicts")),
+    ("Held rate", ("held_rate", "max_compliant_rate", "max_compliant_evidence")),
+    ("Capacity at the SLO", ("capacity",)),
+    ("SLO", ("slo", "violation_budget")),
+    ("Windows over the SLO", ("violation_share", "violation_share_p95", "windows_evaluated")),
+    ("Time over the SLO", ("time_in_zone_s",)),
+    ("Time near the SLO", ()),
+    ("Time without data", ()),
+    ("Run length", ("duration_s",)),
+    ("Samples", ("samples",)),
+    ("Successful throughput (run mean)", ("ok_rps",)),
+    ("Latency over the run", ("mean_ms", "p95_ms", "p99_ms")),
+    ("Errors", ("error_rate",)),
+    ("Last commanded rate", ("final_rate",)),
+    ("Decisions", ("actions", "ticks")),
+    ("Ended by", ("stop_reason", "internal_error")),
+    ("Highest commanded rate", ("max_new_rate",)),
+    ("Decision span", ("decision_span_s",)),
+    ("Dashboard", ("dashboard",)),
+)
+#: Keys shown elsewhere on the page (the headline above the table).
+SHOWN_ELSEWHERE = frozenset({"headline"})
+
+
+_ORDER = {m: i for i, m in enumerate((*headline.BINDING_ORDER, "label"))}
+_ACTION_ORDER = {a: i for i, a in enumerate(("INCREASE", "HOLD", "DECREASE", "STOP"))}
+
+
+def _m(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _f(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if np.isfinite(value) else None
+
+
+def _held_cell(s: Mapping[str, Any]) -> str | None:
+    held = _m(s.get("held_rate"))
+    rps = _f(held.get("rps"))
+    if rps is not None:
+        share = _f(held.get("violation_share"))
+        windows = _f(held.get("windows"))
+        extra = []
+        if windows is not None:
+            extra.append(f"over {human.count(windows)} windows")
+        if share is not None:
+            extra.append(f"{human.percent(share)} of them over the SLO")
+        return human.rate(rps) + (f" ({', '.join(extra)})" if extra else "")
+    if "max_compliant_rate" not in s and "max_compliant_evidence" not in s and not held:
+        return None
+    best = _f(s.get("max_compliant_rate"))
+    if best is None:
+        return f"{DASH} (no rate held within every SLO for a whole window)"
+    ev = _m(s.get("max_compliant_evidence"))
+    a, b = _f(ev.get("from_epoch_ms")), _f(ev.get("to_epoch_ms"))
+    when = ""
+    if a is not None and b is not None:
+        when = f" for {human.duration((b - a) / 1000.0)}, {_iso(a)}–{_iso(b)} UTC"
+    return f"{human.rate(best)} within every SLO{when} (the highest such rate)"
+
+
+def _capacity_cell(s: Mapping[str, Any]) -> str | None:
+    if "capacity" not in s:
+        return None
+    cap = _m(s.get("capacity"))
+    status, rps, note = cap.get("status"), _f(cap.get("rps")), cap.get("note")
+    ci = cap.get("ci90_rps")
+    if status == "estimated" and rps is not None:
+        interval = ""
+        if isinstance(ci, list | tuple) and len(ci) == 2:
+            interval = f" (90 % CI {human.rate_interval(_f(ci[0]), _f(ci[1]))})"
+        return f"≈ {human.rate(rps)}{interval}"
+    if status == "lower_bound" and rps is not None:
+        return f"above {human.rate(rps)}" + (f": {note}" if note else "")
+    return "unknown" + (f": {note}" if note else "")
+
+
+def _slo_cell(s: Mapping[str, Any]) -> str | None:
+    if "slo" not in s and "violation_budget" not in s:
+        return None
+    parts = headline.slo_list(_m(s.get("slo")))
+    text = ", ".join(parts) or "none"
+    budget = _f(s.get("violation_budget"))
+    if budget is not None:
+        text += f"; at most {human.percent(budget)} of windows over it"
+    return text
+
+
+def _verdict_cell(s: Mapping[str, Any]) -> str | None:
+    if "verdict" not in s:
+        return None
+    slo = _m(s.get("slo"))
+    per = [
+        f"{headline.slo_text(m, _f(slo.get(m)))} {str(v).lower().replace('_', ' ')}"
+        for m, v in _m(s.get("slo_verdicts")).items()
+    ]
+    return str(s["verdict"]) + (f" ({'; '.join(per)})" if per else "")
+
+
+def _windows_cell(s: Mapping[str, Any]) -> str | None:
+    shares = _m(s.get("violation_share"))
+    if not shares and "windows_evaluated" not in s:
+        return None
+    slo = _m(s.get("slo"))
+    parts = []
+    ordered = sorted(shares.items(), key=lambda kv: _ORDER.get(str(kv[0]), 99))
+    for m, v in ordered:
+        name = "label SLOs" if m == "label" else headline.slo_text(m, _f(slo.get(m)))
+        parts.append(f"{name}: {human.percent(_f(v))}")
+    judged = _f(s.get("windows_evaluated"))
+    if judged is not None:
+        parts.append(f"of {human.count(judged)} windows judged")
+    return ", ".join(parts)
+
+
+def _zone_cell(s: Mapping[str, Any], zone: str) -> str | None:
+    zones = _m(s.get("time_in_zone_s"))
+    if not zones:
+        return None
+    total = sum(v for v in (_f(x) for x in zones.values()) if v is not None)
+    secs = _f(zones.get(zone)) or 0.0
+    share = f" ({human.percent(secs / total)})" if total > 0 else ""
+    return f"{human.duration(secs)}{share}"
+
+
+def _latency_cell(s: Mapping[str, Any]) -> str | None:
+    names = (("mean", "mean_ms"), ("p95", "p95_ms"), ("p99", "p99_ms"))
+    parts = [f"{n} {human.latency(_f(s.get(k)))}" for n, k in names if k in s]
+    return ", ".join(parts) + " (every sample)" if parts else None
+
+
+def _errors_cell(s: Mapping[str, Any]) -> str | None:
+    if "error_rate" not in s:
+        return None
+    rate = _f(s.get("error_rate"))
+    if rate is None:
+        return DASH
+    n = _f(s.get("samples"))
+    if rate == 0:
+        return "none"
+    failed = f" ({human.count(rate * n)} samples)" if n else ""
+    return f"{human.percent(rate)}{failed}"
+
+
+def _actions_cell(s: Mapping[str, Any]) -> str | None:
+    actions = _m(s.get("actions"))
+    if not actions:
+        return None
+    ordered = sorted(actions.items(), key=lambda kv: _ACTION_ORDER.get(str(kv[0]), 99))
+    text = ", ".join(f"{human.count(_f(v))} {str(k).lower()}" for k, v in ordered)
+    ticks = _f(s.get("ticks"))
+    return text + (f" over {human.count(ticks)} ticks" if ticks is not None else "")
+
+
+def _stop_cell(s: Mapping[str, Any]) -> str | None:
+    if "stop_reason" not in s and "internal_error" not in s:
+        return None
+    text = str(s.get("stop_reason") or DASH).replace("_", " ")
+    if s.get("internal_error"):
+        text += f" ({s['internal_error']})"
+    return text
+
+
+def _dashboard_cell(s: Mapping[str, Any]) -> str | None:
+    if "dashboard" not in s:
+        return None
+    d = _m(s.get("dashboard"))
+    status = str(d.get("status") or DASH)
+    why = d.get("reason") or d.get("path")
+    return status.replace("_", " ") + (f": {why}" if why else "")
+
+
+def _human_key(key: str) -> str:
+    words = key.replace("_", " ").strip()
+    return words[:1].upper() + words[1:]
+
+
+def _generic(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return "; ".join(f"{_human_key(str(k))}: {_generic(v)}" for k, v in value.items()) or DASH
+    if isinstance(value, list | tuple):
+        return ", ".join(_generic(v) for v in value) or DASH
+    if isinstance(value, float):
+        return human.number(value)
+    return fmt_number(value)
+
+
 def summary_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
-    keys = [k for k in SUMMARY_ORDER if k in summary]
-    keys += sorted(k for k in summary if k not in SUMMARY_ORDER)
-    return [(k, fmt_value(k, summary[k])) for k in keys]
+    """The summary table for people: labelled rows, units on every figure (module doc)."""
+    s = summary
+    cells: dict[str, str | None] = {
+        "Verdict": _verdict_cell(s),
+        "Held rate": _held_cell(s),
+        "Capacity at the SLO": _capacity_cell(s),
+        "SLO": _slo_cell(s),
+        "Windows over the SLO": _windows_cell(s),
+        "Time over the SLO": _zone_cell(s, "BREACH"),
+        "Time near the SLO": _zone_cell(s, "NEAR"),
+        "Time without data": _zone_cell(s, "NO_DATA"),
+        "Run length": (human.duration(_f(s.get("duration_s"))) if "duration_s" in s else None),
+        "Samples": human.count(_f(s.get("samples"))) if "samples" in s else None,
+        "Successful throughput (run mean)": human.rate(_f(s.get("ok_rps")))
+        if "ok_rps" in s
+        else None,
+        "Latency over the run": _latency_cell(s),
+        "Errors": _errors_cell(s),
+        "Last commanded rate": (human.rate(_f(s.get("final_rate"))) if "final_rate" in s else None),
+        "Decisions": _actions_cell(s),
+        "Ended by": _stop_cell(s),
+        "Highest commanded rate": (
+            human.rate(_f(s.get("max_new_rate"))) if "max_new_rate" in s else None
+        ),
+        "Decision span": (
+            human.duration(_f(s.get("decision_span_s"))) if "decision_span_s" in s else None
+        ),
+        "Dashboard": _dashboard_cell(s),
+    }
+    rows = [(label, cell) for label, cell in cells.items() if cell is not None]
+    known = {k for _, keys in HUMAN_ROWS for k in keys} | SHOWN_ELSEWHERE
+    rows += [(_human_key(k), _generic(s[k])) for k in sorted(s) if k not in known]
+    return rows
 
 
 def derived_summary(frame: pd.DataFrame, jtl: JtlDigest | None) -> dict[str, Any]:
@@ -217,18 +441,13 @@ def verdict_text(row: LabelRow, slo: Mapping[str, float]) -> str:
 
 
 def compare_rows(summaries: Sequence[Mapping[str, Any] | None]) -> list[tuple[str, list[str]]]:
-    """Side-by-side summary figures: one row per field, one column per run."""
-    keys: list[str] = [k for k in SUMMARY_ORDER if any(s is not None and k in s for s in summaries)]
-    extra = sorted({k for s in summaries if s for k in s} - set(SUMMARY_ORDER))
-    rows = []
-    for key in [*keys, *extra]:
-        rows.append(
-            (
-                key,
-                [DASH if s is None or key not in s else fmt_value(key, s[key]) for s in summaries],
-            )
-        )
-    return rows
+    """Side-by-side summary figures: one labelled row (as ``summary_rows``), one column
+    per run; a dash where a run lacks the figure."""
+    per_run = [dict(summary_rows(s)) if s is not None else {} for s in summaries]
+    order: list[str] = []
+    for cells in per_run:
+        order += [label for label in cells if label not in order]
+    return [(label, [cells.get(label, DASH) for cells in per_run]) for label in order]
 
 
 def compare_label_rows(digests: Sequence[JtlDigest | None]) -> list[tuple[str, list[str]]]:

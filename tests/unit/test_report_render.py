@@ -17,7 +17,8 @@ from loadguard.cli import cli
 from loadguard.decisions import DecisionLogWriter
 from loadguard.errors import ReportError
 from loadguard.report import render_compare, render_report, resolve_run
-from loadguard.report.tables import DASH, fmt_number
+from loadguard.report.run_inputs import DASHBOARD_INDEX
+from loadguard.report.tables import DASH, HUMAN_ROWS, SHOWN_ELSEWHERE, fmt_number
 from loadguard.summary import RunAccumulator, SummaryBuilder, write_json_atomic
 from tests.unit.test_decision_log import make_row
 
@@ -27,7 +28,7 @@ JTL_HEADER = (
 )
 SLO = {"p95_ms": 250.0, "p99_ms": 400.0, "error_rate": 0.01}
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-CHARTS = ("rate", "latency", "errors", "throughput")
+CHARTS = ("knee", "rate", "latency", "errors", "throughput")
 
 
 def write_jtl(path: Path, rows: Sequence[tuple[int, int, str, bool]]) -> Path:
@@ -78,15 +79,19 @@ def external_refs(html: str) -> list[str]:
     """Every src/href/url() that would make a browser fetch something off the page."""
     refs = re.findall(r"""(?:src|href)\s*=\s*["']([^"']*)["']""", html, re.I)
     refs += re.findall(r"url\(([^)]*)\)", html, re.I)
-    return [r for r in refs if not r.startswith(("#", "data:"))]
+    refs = [r for r in refs if not r.startswith(("#", "data:"))]
+    # The one link a report carries: to JMeter's dashboard in its own run folder, a
+    # relative <a href> a reader may follow, never fetched on load (the net-log test of
+    # tests/integration/test_report_chromium.py checks that nothing is).
+    return [r for r in refs if r != DASHBOARD_INDEX]
 
 
-def test_report_holds_four_charts_summary_and_label_tables(tmp_path: Path) -> None:
+def test_report_holds_five_charts_summary_and_label_tables(tmp_path: Path) -> None:
     run = make_run(tmp_path / "run")
     out = render_report(run)
     assert out == run / "report.html"
     html = out.read_text()
-    assert html.count("<svg") == 4
+    assert html.count("<svg") == 5
     for name in CHARTS:
         assert f'id="chart-{name}"' in html
         assert (run / f"report_{name}.png").read_bytes().startswith(PNG_MAGIC)
@@ -109,7 +114,7 @@ def test_report_without_jtl_or_summary_derives_a_summary(tmp_path: Path) -> None
     html = out.read_text()
     assert "derived from the decision log" in html
     assert 'id="labels"' not in html
-    assert html.count("<svg") == 4
+    assert html.count("<svg") == 5
 
 
 def test_report_is_deterministic(tmp_path: Path) -> None:
@@ -215,11 +220,12 @@ def test_compare_overlays_runs_and_tables_their_summaries(tmp_path: Path) -> Non
     b = make_run(tmp_path / "three-zone", ticks=30, seed=2)
     out = render_compare([a, b], tmp_path / "cmp.html")
     html = out.read_text()
-    assert html.count("<svg") == 2
+    assert html.count("<svg") == 3
+    assert 'id="chart-knee"' in html
     assert "<th>aimd</th>" in html and "<th>three-zone</th>" in html
-    verdicts = re.search(r"<tr><th>verdict</th>(.*?)</tr>", html)
+    verdicts = re.search(r"<tr><th>Verdict</th>(.*?)</tr>", html)
     assert verdicts is not None and verdicts.group(1).count("<td>") == 2
-    for key in ("rate", "p95"):
+    for key in ("knee", "rate", "p95"):
         assert (tmp_path / f"cmp_{key}.png").read_bytes().startswith(PNG_MAGIC)
     assert external_refs(html) == []
 
@@ -256,10 +262,12 @@ def test_compare_names_duplicate_dirs_apart(tmp_path: Path) -> None:
     assert "(no summary.json)" in html
 
 
-def test_summary_json_fields_appear_in_the_summary_table(tmp_path: Path) -> None:
+def test_every_summary_json_field_is_shown_under_a_plain_label(tmp_path: Path) -> None:
     run = make_run(tmp_path / "run")
     summary = json.loads((run / "summary.json").read_text())
     html = render_report(run).read_text()
     table = html.split('id="summary-table"')[1].split("</table>")[0]
-    for key in summary:
-        assert f"<th>{key}</th>" in table
+    heads = re.findall(r"<th>([^<]*)</th>", table)
+    shown = {k for label, keys in HUMAN_ROWS if label in heads for k in keys}
+    assert set(summary) - shown <= SHOWN_ELSEWHERE
+    assert not re.search(r"\b[a-z0-9]+_[a-z0-9_]+\b", re.sub(r"<[^>]*>", " ", table))
