@@ -90,9 +90,11 @@ def run_suite_command(
     doc_path = doc or Path("docs/controller.md")
     out_dir = out or default_out(doc_path, data)
     write(data, base, doc_path, out_dir)
-    met = sum(1 for p in data["plants"] for r in p["runs"] if not r["misses"])
-    total = sum(len(p["runs"]) for p in data["plants"])
+    met = sum(1 for p in data["plants"] for s in p["summary"] if not s["misses"])
+    total = sum(len(p["summary"]) for p in data["plants"])
     click.echo(
-        f"goal met in {met} of {total} runs; report: {doc_path}; data: {out_dir}/suite.json",
+        f"goal met on {met} of {total} plant x policy pairs (over seeds "
+        f"{','.join(map(str, cfg.seeds))}, B = {cfg.violation_budget:.1%}); report: "
+        f"{doc_path}; data: {out_dir}/suite.json",
         err=True,
     )

@@ -241,7 +241,12 @@ def evaluate_plant(
         for seed in cfg.seeds:
             runs.append(_policy_run(plant, policy, seed, cfg, capacity, xy, goal))
             say(f"  {policy} seed {seed}: {runs[-1].misses or 'goal met'}")
-    return PlantResult(plant, tuple(sweeps.values()), capacity, tuple(frontier), tuple(runs), goal)
+    result = PlantResult(
+        plant, tuple(sweeps.values()), capacity, tuple(frontier), tuple(runs), goal
+    )
+    for policy in cfg.policies:
+        say(f"  {policy} over the seeds: {result.policy_misses(policy) or 'goal met'}")
+    return result
 
 
 def _policy_run(

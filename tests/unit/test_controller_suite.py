@@ -1,14 +1,15 @@
 """CI check of the controller's goal: ``loadguard evaluate --suite --quick`` (simulator only,
 plants 1-9, the default policy, seed 1, 600 s runs, violation budget B = 5 %).
 
-The goal (issue 22, "The goal, against the fixed-rate frontier"; docs/controller.md "The
-plant suite") is re-derived here from the figures in suite.json, not read from the suite's
-own verdict: F(B) from the fixed-rate points, then violations ≤ B + 2 points, steady
-efficiency ≥ F(B) − 5 points, a commanded rate ≥ 0.9 F(B) λ* within 60 s (unless
-λ*·W < 100 samples), recovery ≤ 60 s, at most one collapse on the cliff, errors ≤ 0.5 %.
-A plant whose default run misses any item fails its test case: no level is relaxed per
-plant. Same seed, same output: the simulator is deterministic. Measured run time: see
-docs/controller.md ("The plant suite").
+The goal against the fixed-rate frontier (docs/controller.md, "The plant suite") is
+re-derived here from the figures in suite.json, not read from the suite's own verdict:
+F(B) from the fixed-rate points, then violations ≤ B + 2 points, steady efficiency
+≥ F(B) − 5 points, a commanded rate ≥ 0.9 F(B) λ* within 60 s (unless λ*·W < 100
+samples), recovery ≤ 60 s, at most one collapse on the cliff, errors ≤ 0.5 %. No level
+is relaxed per plant: a plant whose default run misses any item fails its test case, or,
+when listed in ``KNOWN_MISSES``, is a strict xfail (it fails once it meets the goal,
+until it is taken off the list). Same seed, same output: the simulator is
+deterministic. Measured run time: see docs/controller.md ("The plant suite").
 """
 
 from __future__ import annotations
