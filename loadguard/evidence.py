@@ -29,7 +29,7 @@ from loadguard.exceedance import (
     pearson_dispersion,
     predict,
 )
-from loadguard.ledger import COL_MAX, COL_N, PARTS, Criterion, rows_to_windows
+from loadguard.ledger import COL_MAX, COL_N, HIST_BINS, PARTS, Criterion, rows_to_windows
 
 I64 = npt.NDArray[np.int64]
 
@@ -110,3 +110,13 @@ def pool(
             predict(n_total, k_total, disp, n_w, crit.allowed, crit.percentile, confidence)
         )
     return Evidence(rate, total_n, int(flat.shape[0]), stalls, tuple(preds))
+
+
+def histogram(rows: list[I64], hist_col: int, window_ms: int) -> I64:
+    """The pooled latency histogram of the rows (stalls left out, as in ``pool``)."""
+    total = np.zeros(HIST_BINS, np.int64)
+    for block in rows:
+        if block.shape[0]:
+            keep = block[block[:, COL_MAX] < window_ms]
+            total += keep[:, hist_col : hist_col + HIST_BINS].sum(axis=0)
+    return total

@@ -12,16 +12,16 @@ max or error-rate SLO, overall or for the labels a ``[[slo.label]]`` rule matche
 pooled), and the largest elapsed time.
 
 A sub-window :math:`[a, a + w)` is *mature* once the newest completion seen is past
-:math:`a + w + T_{max} + w`: a sample sent in it has by then either completed or been
-running for more than :math:`T_{max}` (so it is over every latency threshold, and, with
-the w of slack, most such samples have completed and been counted). Only mature
-sub-windows are evidence.
+:math:`a + w + T_{max}`: a sample sent in it has by then either completed or been
+running for more than :math:`T_{max}`, so it is over every latency threshold (and is
+counted when it completes; a window that fails in flight shows up in the delivered
+rate first). Only mature sub-windows are evidence.
 
 Successful completions are also counted by completion time in bins of w aligned to the
 first epoch: the *delivered* rate (TCP BBR's delivery rate: past capacity it is the
 capacity; a failure answered at once by a full queue delivers nothing).
 
-Memory: one row of ``2 + 2C`` integers per sub-window of the run (a 10 s window and 4
+Memory: one row of ``2 + 2C + HIST_BINS`` integers per sub-window of the run (a 10 s window and 4
 parts: 1,440 rows an hour) plus one count per completion bin: O(run length / w), never
 O(samples). The ledger is fed by the loop (``add``, ``rate_in_force``) like the
 ``Window``; the policy reads an immutable ``LedgerView`` in the observation.
@@ -29,6 +29,7 @@ O(samples). The ledger is fed by the loop (``add``, ``rate_in_force``) like the
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -46,6 +47,28 @@ PARTS = 4
 
 #: Columns of a sub-window row before the criteria's counts.
 COL_N, COL_MAX = 0, 1
+
+#: A coarse latency histogram per sub-window, after the criteria's columns: bin i holds
+#: elapsed times in [R^i, R^(i+1)) ms (bin 0 also 0 ms, the last everything above), so
+#: the share over a threshold that no SLO names (the idle p95, for the knee) can be
+#: counted later. R = 2^(1/4): a bin is 19 % wide, finer than the rise it must show.
+HIST_RATIO = 2.0**0.25
+HIST_BINS = 64
+
+
+def hist_bin(elapsed_ms: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """The histogram bin of each elapsed time."""
+    safe = np.maximum(elapsed_ms, 1).astype(np.float64)
+    out: npt.NDArray[np.int64] = np.clip(
+        np.floor(np.log(safe) / math.log(HIST_RATIO)), 0, HIST_BINS - 1
+    ).astype(np.int64)
+    return out
+
+
+def hist_edge_ms(b: int) -> float:
+    """The lower edge of bin ``b`` (ms)."""
+    return float(HIST_RATIO**b)
+
 
 _PERCENTILE_METRICS = {"p50_ms": 0.50, "p90_ms": 0.90, "p95_ms": 0.95, "p99_ms": 0.99}
 
@@ -93,7 +116,8 @@ def criteria_of(spec: object) -> tuple[Criterion, ...]:
 class EpochView:
     """One rate's epoch: ``rows`` holds its mature sub-windows (``COL_N``, ``COL_MAX``,
     then per criterion j the samples it counts, column ``2 + 2j``, and those over its
-    threshold, ``3 + 2j``), ``starts_ms`` their send-time starts."""
+    threshold, ``3 + 2j``, then the ``HIST_BINS`` histogram), ``starts_ms`` their
+    send-time starts."""
 
     rate: float
     from_ms: int
@@ -107,6 +131,7 @@ class LedgerView:
     """What the policy reads: the epochs (oldest first), the delivered rate over the last
     complete completion bin, and the ledger's geometry."""
 
+    hist_col: int
     criteria: tuple[Criterion, ...]
     epochs: tuple[EpochView, ...]
     window_ms: int
@@ -141,8 +166,10 @@ class ExceedanceLedger:
         self.lag_ms = int(lag_ms)
         latency = [c.threshold_ms for c in criteria if c.threshold_ms is not None]
         self.t_max_ms = max(latency) if latency else 0.0
-        self._cols = 2 + 2 * len(criteria)
+        self.hist_col = 2 + 2 * len(criteria)
+        self._cols = self.hist_col + HIST_BINS
         self._epochs: list[_Epoch] = []
+        self._frozen: dict[int, EpochView] = {}
         self._patterns = [None if c.pattern is None else re.compile(c.pattern) for c in criteria]
         self._origin: int | None = None
         self._bins: dict[int, int] = {}
@@ -211,27 +238,37 @@ class ExceedanceLedger:
             for j in range(len(self.criteria)):
                 np.add.at(epoch.rows[:, 2 + 2 * j], sub, counted[sel, j])
                 np.add.at(epoch.rows[:, 3 + 2 * j], sub, exceed[sel, j])
+            np.add.at(epoch.rows, (sub, self.hist_col + hist_bin(elapsed[sel])), 1)
 
     # ---------------------------------------------------------------- reading
     def mature_before_ms(self) -> int | None:
         """Sub-windows ending at or before this send time are mature."""
         if self.watermark_ms is None:
             return None
-        return int(self.watermark_ms - self.t_max_ms - self.part_ms)
+        return int(self.watermark_ms - self.t_max_ms)
 
     def view(self, now_ms: int) -> LedgerView:
         cut = self.mature_before_ms()
         epochs: list[EpochView] = []
         for i, e in enumerate(self._epochs):
+            if i in self._frozen:
+                epochs.append(self._frozen[i])
+                continue
             to = self._epochs[i + 1].from_ms if i + 1 < len(self._epochs) else None
             starts = e.from_ms + self.part_ms * np.arange(e.rows.shape[0], dtype=np.int64)
             ends = starts + self.part_ms
             if to is not None:
                 ends = np.minimum(ends, to)
             keep = np.zeros(len(starts), bool) if cut is None else ends <= cut
-            epochs.append(EpochView(e.rate, e.from_ms, to, e.rows[keep].copy(), starts[keep]))
+            view = EpochView(e.rate, e.from_ms, to, e.rows[keep].copy(), starts[keep])
+            if to is not None and cut is not None and to + self.window_ms <= cut:
+                # a window past maturity: a later sample of it would have run for a
+                # window more than every threshold; the view no longer changes
+                self._frozen[i] = view
+            epochs.append(view)
         delivered, at = self._delivered(now_ms)
         return LedgerView(
+            self.hist_col,
             self.criteria,
             tuple(epochs),
             self.window_ms,

@@ -56,7 +56,11 @@ past the old ceiling. A lift, a delivery cut and the end of a drain reset the ev
 estimate V < B (with at least ``min_samples`` samples at r): a step that proves too high
 costs one cut, and the upper bound at a few dozen samples of a 1 % error SLO (one error
 in a window of 50 violates it) would hold a 5 req/s start for minutes. A floor shown
-this way is tentative; over budget, only a floor shown by the upper bound survives.
+this way is tentative; over budget, only a floor shown by the upper bound survives. The
+slow start watches for the knee: the share of samples over the *idle* p95 (from the
+ledger's histogram, at the first rate with five samples expected over it) rising
+significantly above its idle share. The p95 moves long before the count over T does;
+from then on a rise needs a whole window of evidence and steps by :math:`\sqrt{ρ}`.
 
 Parameters: ``budget`` B and ``window_ms`` W come from the SLO (``--violation-budget``,
 ``--window``), ``lag_ms`` L from the actuation lag; ``confidence`` (0.9) is that of the
@@ -70,9 +74,11 @@ import math
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+import numpy as np
+
 from loadguard.errors import PolicyError
-from loadguard.evidence import Evidence, pool
-from loadguard.exceedance import CONFIDENCE, q_at_share
+from loadguard.evidence import Evidence, histogram, pool
+from loadguard.exceedance import CONFIDENCE, jeffreys, q_at_share
 from loadguard.ledger import PARTS, LedgerView
 from loadguard.observation import Observation
 from loadguard.policies.base import Decision, decide, hold, same_rate
@@ -104,6 +110,7 @@ class BudgetPolicy:
     #: the ceiling last lifted: the next probe goes at most half a ramp step past it
     lifted: float | None = field(default=None, init=False)
     since_ms: int = field(default=0, init=False)
+    knee_seen: bool = field(default=False, init=False)
     drain_until_ms: int | None = field(default=None, init=False)
     min_mean_ms: float | None = field(default=None, init=False)
 
@@ -118,12 +125,23 @@ class BudgetPolicy:
             raise PolicyError("budget window_ms must be > 0")
 
     # ------------------------------------------------------------------ evidence
+    def _blocks(self, view: LedgerView, rate: float, since_ms: int) -> list[np.ndarray]:
+        """The rows sent at ``rate`` since ``since_ms``; of an epoch entered by a cut, only
+        those sent a window after it began (before, they queue behind the higher rate's
+        backlog, which is no verdict on this rate)."""
+        out = []
+        prev: float | None = None
+        for e in view.epochs:
+            if same_rate(e.rate, rate) and e.rows.shape[0]:
+                start = since_ms
+                if prev is not None and prev > e.rate:
+                    start = max(start, e.from_ms + self.window_ms)
+                out.append(e.rows[e.starts_ms >= start])
+            prev = e.rate
+        return out
+
     def _evidence(self, view: LedgerView, rate: float, since_ms: int) -> Evidence:
-        blocks = [
-            e.rows[e.starts_ms >= since_ms]
-            for e in view.epochs
-            if same_rate(e.rate, rate) and e.rows.shape[0]
-        ]
+        blocks = self._blocks(view, rate, since_ms)
         return pool(blocks, view.criteria, rate, self.window_ms, self.confidence)
 
     def _recent(self, view: LedgerView, rate: float) -> Evidence:
@@ -159,7 +177,8 @@ class BudgetPolicy:
         if r2 <= r1 or q2 <= q1:
             return None
         slope = (math.log(q2) - math.log(q1)) / (math.log(r2) - math.log(r1))
-        return math.exp(math.log(r1) + (math.log(q_b) - math.log(q1)) / slope)
+        ln_r = math.log(r1) + (math.log(q_b) - math.log(q1)) / slope
+        return math.exp(min(ln_r, 700.0))  # a flat secant says "far": no overflow
 
     # ------------------------------------------------------------------ decide
     def decide(self, obs: Observation, rate: float) -> Decision:
@@ -191,6 +210,13 @@ class BudgetPolicy:
         # Slow start: with no rate over budget yet, a step that proves too high costs
         # one cut, so the point estimate decides; near a ceiling, the upper bound does.
         within = ev.share if self.ceiling is None else ev.share_hi
+        if self.ceiling is None:
+            self._watch_knee(view, rate)
+        # A rate is left upward only on a whole window of evidence (the queue near a
+        # knee builds over seconds); before the knee shows, on all but its last quarter.
+        needed = PARTS - 1 if self.ceiling is None and not self.knee_seen else PARTS
+        if within < self.budget and ev.subwindows < needed:
+            return hold(obs, rate, "evidence", **detail)
         if within < self.budget:
             return self._under(obs, rate, ev, view, detail)
         return hold(obs, rate, "evidence", **detail)
@@ -276,6 +302,39 @@ class BudgetPolicy:
         target = min(target, rate * (1 - self._resolution(rate)))
         return self._move(obs, rate, target, "over_budget", **detail)
 
+    def _watch_knee(self, view: LedgerView, rate: float) -> None:
+        """Slow start's knee detector: the share of samples over the idle p(1-a) (a the
+        binding percentile's allowance; idle: every rate below r so far, once they hold
+        N a >= 5 samples), significantly higher at r (the 90 % intervals apart). The p95
+        moves long before the count over T does."""
+        if self.knee_seen:
+            return
+        allowed = [c.allowed for c in view.criteria if c.percentile and c.allowed > 0]
+        if not allowed:
+            return
+        a = max(allowed)
+        here: list[np.ndarray] = []
+        lower: list[np.ndarray] = []
+        for e in view.epochs:
+            if not e.rows.shape[0]:
+                continue
+            rows = e.rows[e.starts_ms >= self.since_ms]
+            if same_rate(e.rate, rate):
+                here.append(rows)
+            elif e.rate < rate:
+                lower.append(rows)
+        idle = histogram(lower, view.hist_col, self.window_ms)
+        n0 = int(idle.sum())
+        hist = histogram(here, view.hist_col, self.window_ms)
+        n = int(hist.sum())
+        if n0 * a < 5 or n == 0:
+            return
+        over = np.cumsum(idle[::-1])[::-1]  # idle samples in bins >= b
+        b = int(np.argmax(over <= a * n0))
+        k0, k = int(over[b]), int(hist[b:].sum())
+        if jeffreys(k, n, self.confidence)[0] > jeffreys(k0, n0, self.confidence)[1]:
+            self.knee_seen = True
+
     def _resolution(self, rate: float) -> float:
         return 1.0 / math.sqrt(max(rate * self.window_ms / 1000.0, 1.0))
 
@@ -306,11 +365,11 @@ class BudgetPolicy:
             self.since_ms = cur.from_ms if cur is not None else self.since_ms
             detail["ceiling_lifted"] = "true"
         if self.ceiling is None:
-            target = rate * self.ramp_factor
+            target = rate * (math.sqrt(self.ramp_factor) if self.knee_seen else self.ramp_factor)
             if self.lifted is not None:
                 target = min(target, max(self.lifted * math.sqrt(self.ramp_factor), rate))
             below = [(r, q) for r, q, _n in curve if r < rate * (1 - 1e-9)]
-            if below:
+            if below and self.knee_seen:
                 guess = self._secant(below[-1], here, q_b)
                 if guess is not None and guess > rate:
                     target = min(target, guess)
