@@ -10,7 +10,9 @@ violating windows ``exceedance.predict`` for windows of :math:`n_W = r W` sample
 share of them a label rule matches, for a label rule).
 
 The share over every criterion is bounded by the union bound: :math:`V \le \sum_j V_j`
-(upper, and the point estimate); the lower bound is :math:`\max_j V_{j,lo}`. A label
+(upper, and the point estimate); ``dispersion_floor`` (per criterion) raises the
+dispersion's lower bound, e.g. to what was measured at lower rates (the queue's memory
+grows toward the knee, never the other way); the lower bound is :math:`\max_j V_{j,lo}`. A label
 rule is judged on the pooled samples of the labels it matches, its windows holding the
 share of the rate those labels carry.
 """
@@ -24,6 +26,7 @@ import numpy.typing as npt
 
 from loadguard.exceedance import (
     CONFIDENCE,
+    Dispersion,
     Prediction,
     combine_dispersion,
     pearson_dispersion,
@@ -68,6 +71,7 @@ def pool(
     window_ms: int,
     confidence: float = CONFIDENCE,
     parts: int = PARTS,
+    dispersion_floor: tuple[float, ...] = (),
 ) -> Evidence:
     """Pool the sub-window rows of several epochs at ``rate`` (each list element one
     epoch's consecutive rows, so whole windows never straddle two epochs)."""
@@ -104,6 +108,9 @@ def pool(
                 confidence,
             )  # fmt: skip
         disp = combine_dispersion(whole_disp, parts_disp, parts)
+        if j < len(dispersion_floor) and dispersion_floor[j] > disp.lo:
+            floor = min(dispersion_floor[j], disp.hi)
+            disp = Dispersion(max(disp.estimate, floor), floor, disp.hi)
         # a label rule's windows hold the share of the rate that its labels carry
         n_w = max(1, round(window_n * n_total / total_n))
         preds.append(

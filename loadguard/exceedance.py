@@ -273,9 +273,11 @@ def predict(
     q_lo, _ = jeffreys(total_k / dispersion.lo, total_n / dispersion.lo, confidence)
     share = tail(window_n, qhat, dispersion.estimate, d, w)
     if total_k == 0:
-        # No exceedance yet: no dispersion can be measured; sampling (the binomial) is
-        # the floor, and the only evidence there is.
-        share_hi = tail(window_n, q_hi_floor, 1.0, d, w)
+        # No exceedance yet: no dispersion can be measured here; its lower bound (the
+        # binomial, or one measured where it can only be smaller) is the evidence.
+        phi0 = max(1.0, dispersion.lo)
+        q0 = jeffreys(0, total_n / phi0, confidence)[1]
+        share_hi = tail(window_n, q0, phi0, d, w)
     elif finite:
         share_hi = min(tail(window_n, q_hi, phi_hi, d, w), markov_bound(window_n, q_hi, d))
     else:

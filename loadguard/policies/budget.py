@@ -60,7 +60,8 @@ this way is tentative; over budget, only a floor shown by the upper bound surviv
 slow start watches for the knee: the share of samples over the *idle* p95 (from the
 ledger's histogram, at the first rate with five samples expected over it) rising
 significantly above its idle share. The p95 moves long before the count over T does;
-from then on a rise needs a whole window of evidence and steps by :math:`\sqrt{ρ}`.
+from then on the slow start is over: a rise needs the upper bound, as near a ceiling,
+and steps by at most :math:`\sqrt{ρ}`.
 
 Parameters: ``budget`` B and ``window_ms`` W come from the SLO (``--violation-budget``,
 ``--window``), ``lag_ms`` L from the actuation lag; ``confidence`` (0.9) is that of the
@@ -140,9 +141,33 @@ class BudgetPolicy:
             prev = e.rate
         return out
 
-    def _evidence(self, view: LedgerView, rate: float, since_ms: int) -> Evidence:
+    def _evidence(
+        self, view: LedgerView, rate: float, since_ms: int, floor: bool = False
+    ) -> Evidence:
+        """The pooled evidence at ``rate``; with ``floor``, the dispersion is bounded
+        below by the largest measured at a lower rate (it grows toward the knee)."""
         blocks = self._blocks(view, rate, since_ms)
-        return pool(blocks, view.criteria, rate, self.window_ms, self.confidence)
+        phis: tuple[float, ...] = ()
+        if floor:
+            best = [1.0] * len(view.criteria)
+            for r in self._rates(view):
+                if r < rate * (1 - 1e-9):
+                    ev = self._evidence(view, r, since_ms)
+                    for j, p in enumerate(ev.predictions):
+                        best[j] = max(best[j], p.dispersion.estimate)
+            phis = tuple(best)
+        return pool(
+            blocks, view.criteria, rate, self.window_ms, self.confidence,
+            dispersion_floor=phis,
+        )  # fmt: skip
+
+    @staticmethod
+    def _rates(view: LedgerView) -> list[float]:
+        rates: list[float] = []
+        for e in view.epochs:
+            if e.rows.shape[0] and not any(same_rate(r, e.rate) for r in rates):
+                rates.append(e.rate)
+        return sorted(rates)
 
     def _recent(self, view: LedgerView, rate: float) -> Evidence:
         cur = view.current()
@@ -201,7 +226,7 @@ class BudgetPolicy:
             self.since_ms = now
             target = self._setpoint(view, rate)
             return self._move(obs, rate, target, "return")
-        ev = self._evidence(view, rate, self.since_ms)
+        ev = self._evidence(view, rate, self.since_ms, floor=True)
         if ev.samples < self.min_samples or not ev.predictions:
             return hold(obs, rate, "settling")
         detail = self._detail(ev)
@@ -209,14 +234,16 @@ class BudgetPolicy:
             return self._over(obs, rate, ev, view, detail)
         # Slow start: with no rate over budget yet, a step that proves too high costs
         # one cut, so the point estimate decides; near a ceiling, the upper bound does.
-        within = ev.share if self.ceiling is None else ev.share_hi
         if self.ceiling is None:
             self._watch_knee(view, rate)
+        within = ev.share if self.ceiling is None and not self.knee_seen else ev.share_hi
         # A rate is left upward only on a whole window of evidence (the queue near a
         # knee builds over seconds); before the knee shows, on all but its last quarter.
         needed = PARTS - 1 if self.ceiling is None and not self.knee_seen else PARTS
         if within < self.budget and ev.subwindows < needed:
             return hold(obs, rate, "evidence", **detail)
+        if within < self.budget and self._growing(view, rate):
+            return hold(obs, rate, "queue_growing", **detail)
         if within < self.budget:
             return self._under(obs, rate, ev, view, detail)
         return hold(obs, rate, "evidence", **detail)
@@ -265,6 +292,7 @@ class BudgetPolicy:
             self.ceiling = rate
             self.ceiling_margin = max(0.0, math.log(here[1]) - math.log(max(q_b, 1e-12)))
             self.reference = None
+        tentative = None if self.floor_confirmed else self.floor
         if self.floor is not None and (self.floor >= rate * (1 - 1e-9) or not self.floor_confirmed):
             self.floor = None
         x = view.delivered_rps
@@ -299,6 +327,10 @@ class BudgetPolicy:
             )
         if self.floor is not None:
             target = max(target, self.floor)
+        if tentative is not None and tentative < rate:
+            # the slow start's last step overshot: bisect it (a secant from far below
+            # the knee, where q is flat, points too low)
+            target = max(target, math.sqrt(tentative * rate))
         target = min(target, rate * (1 - self._resolution(rate)))
         return self._move(obs, rate, target, "over_budget", **detail)
 
@@ -334,6 +366,32 @@ class BudgetPolicy:
         k0, k = int(over[b]), int(hist[b:].sum())
         if jeffreys(k, n, self.confidence)[0] > jeffreys(k0, n0, self.confidence)[1]:
             self.knee_seen = True
+
+    def _growing(self, view: LedgerView, rate: float) -> bool:
+        """Is a queue building at r? Over the rate's latest window of quarters, the share
+        over the p(1-a) of those samples (a the largest percentile allowance; from the
+        histogram) is significantly higher in the later half than in the earlier one
+        (the 90 % intervals apart). Past capacity a queue grows slowly at first (a
+        random walk near ρ = 1): the count over T shows it last."""
+        allowed = [c.allowed for c in view.criteria if c.percentile and c.allowed > 0]
+        blocks = [b for b in self._blocks(view, rate, self.since_ms) if b.shape[0]]
+        if not allowed or not blocks:
+            return False
+        rows = blocks[-1][-PARTS:]
+        if rows.shape[0] < 2:
+            return False
+        half = rows.shape[0] // 2
+        early = histogram([rows[:half]], view.hist_col, self.window_ms)
+        late = histogram([rows[half:]], view.hist_col, self.window_ms)
+        both = early + late
+        n = int(both.sum())
+        if n == 0 or early.sum() == 0 or late.sum() == 0:
+            return False
+        over = np.cumsum(both[::-1])[::-1]
+        b = int(np.argmax(over <= max(allowed) * n))
+        k1, n1 = int(early[b:].sum()), int(early.sum())
+        k2, n2 = int(late[b:].sum()), int(late.sum())
+        return jeffreys(k2, n2, self.confidence)[0] > jeffreys(k1, n1, self.confidence)[1]
 
     def _resolution(self, rate: float) -> float:
         return 1.0 / math.sqrt(max(rate * self.window_ms / 1000.0, 1.0))
