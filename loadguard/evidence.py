@@ -1,9 +1,10 @@
 r"""Evidence at one rate: the ledger's sub-window rows pooled into a prediction per SLO.
 
 For the rows :math:`(n_i, \max_i, k_{i,1..C})` of the mature sub-windows sent at one rate
-(``loadguard.ledger``), leaving out *stalls* (a sub-window holding a sample that took a
-whole window W or more: the target hung, or a backlog from earlier swamps it, which is
-no verdict on the rate): per criterion j, the pooled :math:`N = \sum n_i`,
+(``loadguard.ledger``; *stalls*, a sub-window holding a sample that took a whole window
+or more, are counted but kept: leaving out the worst quarters would bias the share
+down; the policy tells a hung target from its delivered rate): per criterion j, the pooled
+:math:`N = \sum n_i`,
 :math:`K_j = \sum k_{i,j}`, the dispersion of whole windows from whole-window sums and
 from the sub-windows (``exceedance.combine_dispersion``), and the predicted share of
 violating windows ``exceedance.predict`` for windows of :math:`n_W = r W` samples (the
@@ -82,7 +83,7 @@ def pool(
             continue
         stall = block[:, COL_MAX] >= window_ms
         stalls += int(stall.sum())
-        kept.append(block[~stall])
+        kept.append(block)
     if not kept:
         return Evidence(rate, 0, 0, stalls, ())
     flat = np.vstack(kept)

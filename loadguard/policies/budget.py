@@ -26,6 +26,12 @@ its floor). Then, every tick:
   is delivered than sent (:math:`X > r (1 + 3/\sqrt{r w})`: the backlog still drains),
   then returns to the setpoint (the target below c). Otherwise the rate goes down to
   the target between f and r.
+* **probably over**, :math:`V > B` but not shown: back to the floor, if one is shown
+  below r (holding an over-budget rate costs violations; the evidence at r stays pooled
+  for the next visit, and r becomes a ceiling only once shown).
+* **stalled**: over budget while the target delivers under half the rate sent (it hung:
+  an outage, not a capacity): no ceiling is set; the rate drops by ρ for the drain, then
+  returns to the floor.
 * **undecided**: HOLD. Evidence accumulates (pooled over every sample sent at r), the
   bounds narrow, and that is where the time goes near the knee.
 
@@ -111,6 +117,8 @@ class BudgetPolicy:
     #: the ceiling last lifted: the next probe goes at most half a ramp step past it
     lifted: float | None = field(default=None, init=False)
     since_ms: int = field(default=0, init=False)
+    #: the floor to return to after a stall (the target hung: no verdict on the rate)
+    stall_return: float | None = field(default=None, init=False)
     knee_seen: bool = field(default=False, init=False)
     drain_until_ms: int | None = field(default=None, init=False)
     min_mean_ms: float | None = field(default=None, init=False)
@@ -232,6 +240,17 @@ class BudgetPolicy:
         detail = self._detail(ev)
         if ev.share_lo > self.budget:
             return self._over(obs, rate, ev, view, detail)
+        if (
+            ev.share > self.budget
+            and self.floor is not None
+            and self.floor_confirmed
+            and self.floor < rate * (1 - 1e-9)
+            and ev.subwindows >= PARTS
+        ):
+            # Probably over budget, not yet shown: holding costs violations if it is,
+            # so go back to the floor (shown within budget); the evidence at r stays
+            # pooled for the next visit, and r is no ceiling until it is shown.
+            return self._move(obs, rate, self.floor, "likely_over", **detail)
         # Slow start: with no rate over budget yet, a step that proves too high costs
         # one cut, so the point estimate decides; near a ceiling, the upper bound does.
         if self.ceiling is None:
@@ -264,9 +283,24 @@ class BudgetPolicy:
         new = min(max(target, rate / self.ramp_factor), rate * self.ramp_factor)
         return decide(obs, rate, new, reason, **detail)
 
+    def _stalled(self, view: LedgerView, rate: float) -> bool:
+        x = view.delivered_rps
+        cur = view.current()
+        return (
+            x is not None
+            and cur is not None
+            and view.delivered_at_ms is not None
+            and view.delivered_at_ms - view.part_ms >= cur.from_ms
+            and x < rate / 2.0
+            and self.min_mean_ms is not None
+        )
+
     def _setpoint(self, view: LedgerView, rate: float) -> float:
         """The target below the ceiling: the secant from the floor's evidence, else the
         geometric midpoint of floor and ceiling, else the rate in force."""
+        if self.stall_return is not None:
+            back, self.stall_return = self.stall_return, None
+            return back
         if self.ceiling is None:
             return rate
         if self.floor is not None and self.floor < self.ceiling:
@@ -287,6 +321,17 @@ class BudgetPolicy:
         curve = self._curve(view, j)
         here = (rate, max(ev.predictions[j].q, 0.5 / ev.samples))
         below = [(r, q) for r, q, _n in curve if r < rate * (1 - 1e-9)]
+        x = view.delivered_rps
+        if self._stalled(view, rate):
+            # The target hung (it delivers under half the rate sent): no verdict on the
+            # rate. Send less while it hangs, and once it drains, return to the floor.
+            self.stall_return = self.floor if self.floor_confirmed else None
+            self.drain_until_ms = (view.watermark_ms or obs.now_ms) + self.window_ms + self.lag_ms
+            self.since_ms = self.drain_until_ms
+            return self._move(
+                obs, rate, rate / self.ramp_factor, "stall",
+                delivered_rps=round(x or 0.0, 3), **detail,
+            )  # fmt: skip
         self.lifted = None
         if self.ceiling is None or rate < self.ceiling:
             self.ceiling = rate
@@ -295,7 +340,6 @@ class BudgetPolicy:
         tentative = None if self.floor_confirmed else self.floor
         if self.floor is not None and (self.floor >= rate * (1 - 1e-9) or not self.floor_confirmed):
             self.floor = None
-        x = view.delivered_rps
         noise = 3.0 / math.sqrt(max(rate * view.part_ms / 1000.0, 1.0))
         cur = view.current()
         settled = (
