@@ -101,11 +101,13 @@ def report_html(run: RunData, drawn: list[tuple[charts.Chart, str]]) -> str:
             sections.append(summary_block)
     if run.jtl is not None:
         slo = tables.slo_thresholds(frame)
+        label_rows = tables.label_rows(run.jtl, slo)
         sections.append(
             '<section id="per-label"><h2>Per-label SLO results (every JTL sample)</h2>'
-            + page.label_table(tables.label_rows(run.jtl, slo), slo)
-            + "</section>"
+            "<p>Worst label first: sorted by the margin of its whole-run figures to the "
+            "SLO thresholds.</p>" + page.label_table(label_rows, slo) + "</section>"
         )
+        sections.append(_breached_labels_block(run, label_rows, slo))
     p = run.paths
     meta = [
         f"Decision log <code>{escape(str(p.decisions))}</code>: {len(frame):,} ticks, "
@@ -135,6 +137,28 @@ def report_html(run: RunData, drawn: list[tuple[charts.Chart, str]]) -> str:
         "in the tables is computed from all rows."
     )
     return page.page(f"LoadGuard report: {p.name}", meta, sections, footer)
+
+
+def _breached_labels_block(run: RunData, rows: list[tables.LabelRow], slo: dict[str, float]) -> str:
+    """p95 over time of the labels that breached, or one line saying why there is none."""
+    assert run.jtl is not None
+    names = tables.breached_labels(run.decisions, rows)
+    if not names:
+        return '<p id="labels-breached">No label breached: no per-label p95 chart.</p>'
+    if run.jtl.series_dropped:
+        return (
+            '<p id="labels-breached">Labels that breached: '
+            + escape(", ".join(names))
+            + f". Too many samples ({run.jtl.series_samples:,}+) to keep per-label series: "
+            "no per-label p95 chart.</p>"
+        )
+    axis = charts.TimeAxis.for_span(run.t0_ms, run.t1_ms - run.t0_ms)
+    bucket = charts.bucket_seconds(run.t1_ms - run.t0_ms)
+    series = [(n, *run.jtl.p95_series(n, bucket * 1000)) for n in names]
+    with charts.style():
+        chart = charts.label_p95_chart(series, axis, slo.get("p95_ms"), bucket)
+        svg = charts.svg_text(chart.figure)
+    return page.figure(chart.name, chart.title, svg, chart.caption)
 
 
 def _headline_text(run: RunData) -> str:
