@@ -242,6 +242,8 @@ def headline(summary: Mapping[str, Any], cause: Cause | None = None) -> Headline
     else:
         sentences = [held_text, cap_text, errors]
     text = " ".join(s for s in sentences if s)
+    if verdict != "FAIL":
+        cause = None  # the onset of a breach explains a FAIL only
     return Headline(
         verdict=verdict,
         text=text,

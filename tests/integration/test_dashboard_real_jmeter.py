@@ -71,7 +71,7 @@ def test_run_leaves_jmeters_own_dashboard_and_notes_it(
         "path": "dashboard/index.html",
         "reason": None,
     }
-    assert "dashboard: dashboard/index.html (JMeter's HTML dashboard)" in proc.stderr
+    assert f"dashboard: {out / 'dashboard' / 'index.html'} (JMeter's HTML dashboard)" in proc.stderr
     assert not list(out.glob(".dashboard-*"))  # no staging folder left behind
 
 
