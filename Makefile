@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install jmeter chromium lint test test-fast demo clean
+.PHONY: install jmeter chromium tmux lint test test-fast demo clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,8 +28,12 @@ lint: install
 chromium:
 	command -v chromium >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium)
 
+# Debian's tmux, for the live-console test in a real 80-column terminal. Idempotent.
+tmux:
+	command -v tmux >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y tmux)
+
 # The whole suite, real JMeter included (a missing JMeter is a failure here, not a skip).
-test: jmeter chromium lint
+test: jmeter chromium tmux lint
 	LOADGUARD_REQUIRE_JMETER=1 $(BIN)/pytest -q --durations=25 tests
 
 # Unit tests only, for a quick edit loop.

@@ -41,7 +41,7 @@ CONTRACT: dict[str, Any] = {
 }
 
 
-def test_pass_with_the_controllers_capacity_reads_as_the_issue_example() -> None:
+def test_pass_with_the_controllers_capacity_reads_as_the_documented_example() -> None:
     h = headline({**BASE, **CONTRACT})
     assert h.text == (
         "Sustained 137 req/s with p95 ≤ 250 ms in 97 % of windows (budget 95 %). "
