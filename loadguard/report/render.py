@@ -10,10 +10,12 @@ Files written: ``OUT`` and, beside it, ``<stem>_rate.png``, ``<stem>_latency.png
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
+from urllib.parse import quote
 
 import pandas as pd
 
@@ -77,7 +79,9 @@ def build_charts(run: RunData) -> list[charts.Chart]:
         ]
 
 
-def report_html(run: RunData, drawn: list[tuple[charts.Chart, str]]) -> str:
+def report_html(
+    run: RunData, drawn: list[tuple[charts.Chart, str]], out: Path | None = None
+) -> str:
     frame = run.decisions
     summary = run.summary
     if summary is not None:
@@ -130,7 +134,7 @@ def report_html(run: RunData, drawn: list[tuple[charts.Chart, str]]) -> str:
         )
     if p.summary is not None:
         meta.append(f"Summary <code>{escape(str(p.summary))}</code>")
-    meta.append(_dashboard_meta(run))
+    meta.append(_dashboard_meta(run, out))
     footer = (
         f"LoadGuard {escape(__version__)}. Charts thin long series for drawing only "
         f"(min/max per bucket, at most {charts.MAX_POINTS} points per line); every figure "
@@ -173,12 +177,16 @@ def _records(frame: pd.DataFrame) -> list[dict[str, object]]:
     return [{str(k): v for k, v in row.items()} for row in frame.to_dict("records")]
 
 
-def _dashboard_meta(run: RunData) -> str:
-    """A link to JMeter's own dashboard when the run folder has one, else why not."""
+def _dashboard_meta(run: RunData, out: Path | None) -> str:
+    """A link to JMeter's own dashboard when the run folder has one (relative to the page
+    ``out``, default the run folder's report.html), else why not."""
     folder = run.paths.run_dir or run.paths.decisions.parent
-    if (folder / DASHBOARD_INDEX).is_file():
+    index = folder / DASHBOARD_INDEX
+    if index.is_file():
+        page_dir = (out or run.paths.default_out()).absolute().parent
+        href = Path(os.path.relpath(index.absolute(), page_dir)).as_posix()
         return (
-            f'JMeter\'s own HTML dashboard: <a href="{DASHBOARD_INDEX}">{DASHBOARD_INDEX}</a> '
+            f'JMeter\'s own HTML dashboard: <a href="{escape(quote(href))}">{escape(href)}</a> '
             "(made by JMeter's report generator from the JTL)"
         )
     info = run.summary.get("dashboard") if run.summary else None
@@ -201,7 +209,7 @@ def render_report(
     target = out if out is not None else paths.default_out()
     built = build_charts(run)
     drawn = [(c, charts.svg_text(c.figure)) for c in built]
-    files: dict[Path, bytes] = {target: report_html(run, drawn).encode("utf-8")}
+    files: dict[Path, bytes] = {target: report_html(run, drawn, target).encode("utf-8")}
     for chart in built:
         files[target.with_name(f"{target.stem}_{chart.name}.png")] = charts.png_bytes(chart.figure)
     write_all(files)

@@ -295,3 +295,20 @@ def test_labels_that_met_the_slo_get_no_per_label_chart(tmp_path: Path) -> None:
     html = render_report(run).read_text()
     assert 'id="chart-labels"' not in html
     assert "No label breached" in html
+
+
+def test_the_dashboard_link_is_relative_to_where_the_page_is_written(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "run")
+    (run / "dashboard").mkdir()
+    (run / "dashboard" / "index.html").write_text("<title>Apache JMeter Dashboard</title>")
+    beside = render_report(run).read_text()
+    assert '<a href="dashboard/index.html">' in beside
+    (tmp_path / "elsewhere").mkdir()
+    away = render_report(run, tmp_path / "elsewhere" / "r.html").read_text()
+    assert '<a href="../run/dashboard/index.html">' in away
+
+
+def test_without_a_dashboard_the_page_says_how_to_make_one(tmp_path: Path) -> None:
+    html = render_report(make_run(tmp_path / "run")).read_text()
+    assert "<a href=" not in html
+    assert "none in this folder (`loadguard report RUN_DIR --dashboard` makes it)" in html
