@@ -50,16 +50,25 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+from loadguard.actuator.elastic_timer import ELASTIC_TIMER_LAG_MS
 from loadguard.actuator.engines import Actuator, EngineAck, PushResult
+from loadguard.capacity import estimate as estimate_capacity
 from loadguard.clock import Clock, Staleness, WallClock
 from loadguard.decisions import DecisionLogWriter, DecisionRow
 from loadguard.jtl.sample import SampleSource
+from loadguard.ledger import ExceedanceLedger, criteria_of
 from loadguard.observation import Action, Observation
 from loadguard.policies.base import Decision, Policy
 from loadguard.rate import RateInForce
 from loadguard.stats import WindowStats
 from loadguard.stop_reason import StopReason
-from loadguard.summary import RunAccumulator, Summary, SummaryBuilder
+from loadguard.summary import (
+    INCONCLUSIVE,
+    INCONCLUSIVE_EXIT,
+    RunAccumulator,
+    Summary,
+    SummaryBuilder,
+)
 from loadguard.window import Window
 
 log = logging.getLogger(__name__)
@@ -83,6 +92,8 @@ class LoopSettings:
     idle_exit_ms: int = 10_000
     max_duration_ms: int | None = None
     min_capacity: float | None = None
+    #: push -> new rate in force: the ledger attributes samples to a rate from then on
+    lag_ms: int = ELASTIC_TIMER_LAG_MS
 
 
 @dataclass(frozen=True)
@@ -190,6 +201,14 @@ class ControlLoop:
         self.last_sample_ms: int | None = None
         self.last_growth_ms = 0
         self.staleness = Staleness()
+        # Every sample counted against the rate in force when it was sent
+        # (``loadguard.ledger``): the counting policies read it, and the summary's
+        # capacity estimate comes from it whatever the policy.
+        self.ledger = ExceedanceLedger(
+            criteria_of(evaluator) if hasattr(evaluator, "limits") else (),
+            getattr(evaluator, "window_ms", 10_000),
+            settings.lag_ms,
+        )
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -208,14 +227,17 @@ class ControlLoop:
         self.last_growth_ms = self.started_ms
         if preset:
             self.rate.start(initial_rate, confirmed=False)
+            self.ledger.rate_in_force(initial_rate, self.clock.now_ms())
             return None
         current = self.actuator.read_rate()
         if current is not None and current > 0:
             self.rate.start(current, confirmed=True)
+            self.ledger.rate_in_force(current, self.clock.now_ms())
             log.info("resuming from the engine's rate %.3f req/s", current)
             return None
         push = self.actuator.push(initial_rate)
         self.rate.start(initial_rate, confirmed=push.applied)
+        self.ledger.rate_in_force(initial_rate, self.clock.now_ms())
         if not push.applied:
             log.warning("initial push of %.3f req/s not applied yet; will retry", initial_rate)
         return push
@@ -227,6 +249,7 @@ class ControlLoop:
         now, mono = self.clock.now_ms(), self.clock.mono_ms()
         if len(batch):
             self.window.add(batch)
+            self.ledger.add(batch)
             self.run_acc.add(batch)
             self.last_growth_ms = mono
         if self.actuator.membership_changed():
@@ -234,7 +257,10 @@ class ControlLoop:
         stats = self.window.stats(now)
         obs = self.evaluator.evaluate(stats, now, self.rate.value)
         staleness = self.staleness.update(obs.staleness_ms, len(batch) > 0, mono)
-        obs = replace(obs, mono_ms=mono, staleness_ms=staleness, rate_change=self.rate.change)
+        obs = replace(
+            obs, mono_ms=mono, staleness_ms=staleness, rate_change=self.rate.change,
+            ledger=self.ledger.view(now),
+        )  # fmt: skip
         decision = self.policy.decide(obs, self.rate.value)
         push = self._actuate(decision)
         tick_no = self.writer.next_tick()
@@ -258,6 +284,7 @@ class ControlLoop:
         push = self.actuator.push(target)
         if push.applied:
             self.rate.acknowledged(target, decision.observation.timer_ms)
+            self.ledger.rate_in_force(self.rate.value, decision.observation.now_ms)
         else:
             # It may still have reached an engine (a reply lost after the write):
             # re-assert whatever is decided next, even an unchanged rate.
@@ -314,12 +341,20 @@ class ControlLoop:
             except Exception:  # stopping the generator must not lose the summary
                 log.exception("stopping the load generator failed")
         # Drain what JMeter wrote last, so the summary counts every sample.
-        self.run_acc.add(self.source.poll())
-        summary = self.summary.build(self.run_acc, reason)
+        last = self.source.poll()
+        self.run_acc.add(last)
+        self.ledger.add(last)
+        end_ms = self.clock.now_ms()
+        capacity = estimate_capacity(
+            self.ledger.by_rate(end_ms), self.ledger.criteria, self.ledger.window_ms
+        )
+        summary = self.summary.build(self.run_acc, reason, capacity)
         return LoopOutcome(summary, reason, exit_code_for(summary, reason), ticks)
 
 
 def exit_code_for(summary: Summary, stop_reason: StopReason) -> int:
     if stop_reason.engine_failure:
         return 3
+    if summary.verdict == INCONCLUSIVE:
+        return INCONCLUSIVE_EXIT
     return 0 if summary.verdict == "PASS" else 1

@@ -18,9 +18,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from loadguard.rate import RateChange
 from loadguard.stats import WindowStats
+
+if TYPE_CHECKING:
+    from loadguard.ledger import LedgerView
 
 
 class Zone(StrEnum):
@@ -68,6 +72,9 @@ class Observation:
     pressure: float | None = None
     mono_ms: int | None = None
     rate_change: RateChange | None = None
+    #: The exceedance ledger's view at this tick (samples by send time, per rate in
+    #: force), for the policies that count; ``None`` where no ledger is kept.
+    ledger: LedgerView | None = None
 
     @property
     def timer_ms(self) -> int:

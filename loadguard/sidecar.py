@@ -45,7 +45,8 @@ from loadguard.jmeter.remote import DEFAULT_SAMPLE_SENDER, RemoteEngine
 from loadguard.jtl.follow import JtlFollower
 from loadguard.jtl.sample import SampleSource
 from loadguard.junit import write_junit
-from loadguard.loop import ControlLoop, EngineProbe, LoopOutcome, LoopSettings
+from loadguard.loop import ControlLoop, EngineProbe, LoopOutcome, LoopSettings, TickResult
+from loadguard.outputs import DEFAULT_APPLICATION, OutputConfig, OutputSet, open_outputs
 from loadguard.policies import DEFAULT_POLICY, build_policy
 from loadguard.slo import SloSpec
 from loadguard.stop_reason import StopReason
@@ -101,6 +102,8 @@ class SidecarConfig:
     remotes: tuple[RemoteEngine, ...] = ()
     engine_max_rate: float | None = None
     sample_sender: str = DEFAULT_SAMPLE_SENDER
+    #: Live outputs (InfluxDB, Prometheus; docs/dashboards.md), ``None``: none.
+    outputs: OutputConfig | None = None
 
     def __post_init__(self) -> None:
         """Refuse a config the loop cannot run (the CLI only prints these errors)."""
@@ -175,6 +178,7 @@ def drive(
     actuator: Actuator | None = None,
     preset: bool = False,
     transaction_labels: Callable[[], Collection[str]] | None = None,
+    outputs: OutputSet | None = None,
 ) -> LoopOutcome:
     """Run the loop to its end and write the summary (and JUnit) whatever the ending.
 
@@ -188,8 +192,13 @@ def drive(
     summary fields (a fleet: its engines and their losses and returns).
 
     ``stop_requested``: set by a signal that arrived before the loop existed (``run``
-    installs its handler before starting JMeter); the loop then ends at once."""
+    installs its handler before starting JMeter); the loop then ends at once.
+
+    ``outputs``: the live outputs, already open (``run`` opens them before JMeter
+    starts); default: those of ``cfg.outputs``, opened here. They see every tick (before the
+    console) and the run's summary before it is written, which then counts their points."""
     preflight(cfg.paths)
+    outputs = outputs if outputs is not None else open_live_outputs(cfg, DEFAULT_APPLICATION)
     policy = build_policy(
         cfg.policy,
         cfg.spec,
@@ -198,9 +207,13 @@ def drive(
         **cfg.policy_params,
     )
     actuator = actuator if actuator is not None else _actuator(cfg)
-    summary = SummaryBuilder(cfg.spec.window_ms, cfg.spec.log_thresholds(), cfg.min_capacity)
+    summary = SummaryBuilder(
+        cfg.spec.window_ms, cfg.spec.log_thresholds(), cfg.min_capacity,
+        budget=cfg.spec.violation_budget,
+    )  # fmt: skip
     settings = LoopSettings(
         tick_ms=cfg.tick_ms,
+        lag_ms=cfg.lag_ms,
         idle_exit_ms=cfg.idle_exit_ms,
         max_duration_ms=cfg.duration_ms,
         min_capacity=cfg.min_capacity,
@@ -230,7 +243,7 @@ def drive(
             summary=summary,
             settings=settings,
             probe=probe,
-            on_tick=console.update,
+            on_tick=_fan_out(outputs.tick, console.update),  # outputs never raise,
         )
         with on_signals(lambda: loop.request_stop(StopReason.SIGNAL)):
             if stop_requested is not None and stop_requested.is_set():
@@ -253,6 +266,8 @@ def drive(
     if outcome.stop_reason is StopReason.INTERNAL_ERROR and failure is not None:
         data["internal_error"] = f"{type(failure).__name__}: {' '.join(str(failure).split())}"
     data.update(actuator.summary_json())  # a fleet: its engines, their losses / returns
+    outputs.end(data)  # the end annotation; waits a bounded time for the last points
+    data.update(outputs.summary_json())  # their points written and dropped
     # The one headline sentence (loadguard.headline), as the report and console say it.
     data["headline"] = headline(data, log_cause(cfg.paths.decisions)).to_json()
     write_json_atomic(cfg.paths.summary, data)
@@ -261,6 +276,20 @@ def drive(
     if failure is not None:
         raise failure
     return outcome
+
+
+def open_live_outputs(cfg: SidecarConfig, application: str) -> OutputSet:
+    """The live outputs of ``cfg`` (``loadguard.outputs``), started; ``application``:
+    the tag's default (``run``: the plan's name)."""
+    return open_outputs(cfg.outputs, thresholds=cfg.spec.log_thresholds(), application=application)
+
+
+def _fan_out(*calls: Callable[[TickResult], None]) -> Callable[[TickResult], None]:
+    def each(result: TickResult) -> None:
+        for call in calls:
+            call(result)
+
+    return each
 
 
 def _wind_down(loop: ControlLoop, source: SampleSource, on_end: Callable[[], None] | None) -> None:
@@ -562,11 +591,14 @@ def run_plan(
     build_policy(
         cfg.policy, cfg.spec, lag_ms=cfg.lag_ms, auto_stop=cfg.auto_stop, **cfg.policy_params
     )
+    # A required output that is down fails here, before JMeter starts (exit 2).
+    outputs = open_live_outputs(cfg, run.plan.stem)
     early = threading.Event()
     codes: list[int] = []
     # From the start of JMeter on, a SIGTERM/SIGINT can no longer kill the sidecar between
     # starting it (its own session: it would be orphaned) and the loop's own handler.
     with (
+        outputs.ended_on_failure(),
         staged_plan(run, cfg) as plan_path,
         on_signals(early.set),
         generator.start(run, cfg, plan_path, early) as started,
@@ -581,6 +613,7 @@ def run_plan(
             actuator=started.actuator,
             preset=started.preset,
             transaction_labels=lambda: started.follower.transaction_labels,
+            outputs=outputs,
         )
         codes.append(proc.stop())  # idempotent; the loop's end may not have stopped it
     return outcome, codes[0]

@@ -18,12 +18,20 @@ Definitions (docs/decision-log.md):
   least ``window_ms`` long of the smallest ``rps`` in the span.
 * *verdict*: PASS when the last ``final_windows`` evaluated windows all met the SLO, or
   when ``max_compliant_rate >= min_capacity``; NO_DATA when nothing was evaluated;
-  FAIL otherwise.
+  FAIL otherwise. A PASS whose capacity is only a lower bound (the knee was not reached:
+  ``capacity.status == "lower_bound"``) is INCONCLUSIVE instead (exit code 5): the run
+  says how much load it tried, not how much the system takes.
+* *capacity* (``loadguard.capacity``): the rate at which the exceedance of the binding
+  SLO reaches its quantile, from every sample counted against the rate in force when it
+  was sent, with a 90 % interval; replaces ``max_compliant_rate`` (kept, deprecated).
+* *held rate*: over the run's second half, the time-weighted median of the rate in force,
+  with the share of tumbling windows of that half over any SLO, beside the budget.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import tempfile
@@ -33,6 +41,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from loadguard.capacity import UNKNOWN, CapacityEstimate
 from loadguard.decisions import DecisionRow
 from loadguard.errors import DecisionLogError
 from loadguard.histogram import LatencyHistogram
@@ -99,6 +108,9 @@ class Summary:
     slo: Mapping[str, float | None]
     slo_verdicts: Mapping[str, str]
     stop_reason: StopReason
+    violation_budget: float | None = None
+    capacity: Mapping[str, Any] | None = None
+    held_rate: Mapping[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -107,6 +119,10 @@ class Summary:
 
 
 SLO_METRICS: tuple[str, ...] = ("p95_ms", "p99_ms", "mean_ms", "error_rate")
+
+#: The verdict of a run that ended before the knee was reached, and its exit code.
+INCONCLUSIVE = "INCONCLUSIVE"
+INCONCLUSIVE_EXIT = 5
 
 
 class SummaryBuilder:
@@ -118,8 +134,12 @@ class SummaryBuilder:
         slo: Mapping[str, float | None],
         min_capacity: float | None = None,
         final_windows: int = 2,
+        budget: float | None = None,
     ) -> None:
         self.window_ms = window_ms
+        self.budget = budget
+        #: (epoch ms, rate in force after the tick, a tumbling window's verdict or None)
+        self._timeline: list[tuple[int, float, bool | None]] = []
         self.slo = dict(slo)
         self.min_capacity = min_capacity
         self.final_windows = final_windows
@@ -167,14 +187,46 @@ class SummaryBuilder:
         self._recent.append(compliant)
         for m, recent in self._recent_by_metric.items():
             recent.append(m not in violated)
+        tumbled: bool | None = None
         if self._last_tumble_ms is None or row.epoch_ms - self._last_tumble_ms >= self.window_ms:
             self._last_tumble_ms = row.epoch_ms
             self.tumbling += 1
+            tumbled = bool(violated) or row.zone == "BREACH"
             for m in violated:
                 self.violations[m] += 1
             if row.zone == "BREACH" and not violated:
                 self.violations["label"] += 1
+        self._timeline.append((row.epoch_ms, row.new_rate, tumbled))
         self._track_span(row, compliant)
+
+    def held_rate(self) -> dict[str, Any]:
+        """The second half of the run: the time-weighted median rate in force and the
+        share of its tumbling windows over any SLO."""
+        if len(self._timeline) < 2:
+            return {"rps": None, "violation_share": None, "windows": 0, "budget": self.budget}
+        t0, t1 = self._timeline[0][0], self._timeline[-1][0]
+        half = [e for e in self._timeline if e[0] >= t0 + (t1 - t0) / 2]
+        weights, rates = [], []
+        for (ta, ra, _), (tb, _rb, _) in itertools.pairwise(half):
+            weights.append(max(tb - ta, 0))
+            rates.append(ra)
+        median = None
+        if rates and sum(weights) > 0:
+            order = sorted(range(len(rates)), key=lambda i: rates[i])
+            acc, total = 0, sum(weights)
+            for i in order:
+                acc += weights[i]
+                if acc >= total / 2:
+                    median = rates[i]
+                    break
+        verdicts = [v for _, _, v in half if v is not None]
+        share = (sum(verdicts) / len(verdicts)) if verdicts else None
+        return {
+            "rps": None if median is None else round(median, 3),
+            "violation_share": None if share is None else round(share, 4),
+            "windows": len(verdicts),
+            "budget": self.budget,
+        }
 
     def _track_span(self, row: DecisionRow, compliant: bool) -> None:
         if not compliant:
@@ -200,8 +252,14 @@ class SummaryBuilder:
                 commanded_rps=tuple(r.offered_rps for r in self._span),
             )
 
-    def build(self, run: RunAccumulator, stop_reason: StopReason) -> Summary:
+    def build(
+        self,
+        run: RunAccumulator,
+        stop_reason: StopReason,
+        capacity: CapacityEstimate | None = None,
+    ) -> Summary:
         max_rate = self.best.rate_rps if self.best else None
+        capacity = capacity if capacity is not None else UNKNOWN
         if self.evaluated == 0:
             verdict = "NO_DATA"
         elif (len(self._recent) == self.final_windows and all(self._recent)) or (
@@ -210,6 +268,8 @@ class SummaryBuilder:
             verdict = "PASS"
         else:
             verdict = "FAIL"
+        if verdict == "PASS" and capacity.status == "lower_bound" and self.min_capacity is None:
+            verdict = INCONCLUSIVE
         shares = {
             m: (self.violations[m] / self.tumbling if self.tumbling else 0.0)
             for m in (*SLO_METRICS, "label")
@@ -240,6 +300,9 @@ class SummaryBuilder:
                 for m, recent in self._recent_by_metric.items()
             },
             stop_reason=stop_reason,
+            violation_budget=self.budget,
+            capacity=capacity.to_json(),
+            held_rate=self.held_rate(),
         )
 
 

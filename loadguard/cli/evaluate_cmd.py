@@ -19,6 +19,7 @@ from loadguard.cli.options import (
     layout_option,
     out_option,
     seed_option,
+    violation_budget_option,
 )
 from loadguard.cli.suite_cmd import run_suite_command
 from loadguard.cli.suite_real_cmd import run_real_suite_command
@@ -74,8 +75,8 @@ def _command_line() -> str:
     "--suite",
     is_flag=True,
     help="The controller's plant suite in the simulator instead (every plant x policy vs "
-    "the fixed-rate frontier; --doc default docs/controller.md; quick: default policy, "
-    "1 seed).",
+    "the fixed-rate frontier at the violation budget; --doc default docs/controller.md; "
+    "quick: default policy, 1 seed).",
 )
 @click.option(
     "--real",
@@ -85,9 +86,19 @@ def _command_line() -> str:
     "the default policy unless --policies/--duration; --doc default docs/controller-jmeter.md.",
 )
 @click.option(
-    "--plants", multiple=True, help="--suite: plants by number or name (default 1-9; --real 1-10)."
+    "--plants",
+    multiple=True,
+    help="--suite: plants by number or name (default 1-9; --real 1-10; the holdout plants "
+    "11-13 only when named).",
 )
 @click.option("--policies", multiple=True, help="--suite: policies (default all; quick: default).")
+@click.option(
+    "--seeds",
+    metavar="N,N,...",
+    help="--suite: the seeds to run, e.g. 101,102,103 (default 1,2,3; quick 1; or 1..N "
+    "by --repetitions N).",
+)
+@violation_budget_option
 @click.option(
     "--baseline",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -129,6 +140,8 @@ def evaluate_cmd(
     real: bool,
     plants: tuple[str, ...],
     policies: tuple[str, ...],
+    seeds: str | None,
+    violation_budget: str | None,
     baseline: Path | None,
     force: bool,
     render_only: bool,
@@ -161,6 +174,8 @@ def evaluate_cmd(
       loadguard evaluate --schemes FFA,gradient --repetitions 1 --duration 60s
       loadguard evaluate --suite --quick --doc docs/controller.md
       loadguard evaluate --suite --plants cliff,6 --policies gradient,threezone
+      loadguard evaluate --suite --policies knee --seeds 101,102,103 --violation-budget 1%
+      loadguard evaluate --suite --policies knee --plants 11,12,13   # the holdout plants
       loadguard evaluate --suite --real --plants mm8,teastore --duration 240s
       loadguard evaluate --repetitions 2 --duration 180s --out runs/ --doc docs/evaluation.md \\
                          --render-only    # report again from runs/, nothing re-run
@@ -172,6 +187,10 @@ def evaluate_cmd(
         raise UsageError("--suite runs in the simulator: it takes no --target")
     if real and not suite:
         raise UsageError("--real runs the plant suite: give --suite too")
+    if not suite and (seeds is not None or violation_budget is not None):
+        raise UsageError("--seeds and --violation-budget: only with --suite")
+    if real and (seeds is not None or violation_budget is not None):
+        raise UsageError("--seeds and --violation-budget: the simulator's suite only, not --real")
     if suite and real:
         signal.signal(signal.SIGTERM, _terminate)  # unwinds: stops every target and JMeter
         run_real_suite_command(
@@ -181,8 +200,9 @@ def evaluate_cmd(
         return
     if suite:
         run_suite_command(
-            quick=quick, plants=plants, policies=policies, seeds=repetitions,
-            duration=duration, baseline=baseline, doc=doc, out=out, command=_command_line(),
+            quick=quick, plants=plants, policies=policies, repetitions=repetitions,
+            seeds=seeds, violation_budget=violation_budget, duration=duration,
+            baseline=baseline, doc=doc, out=out, command=_command_line(),
         )  # fmt: skip
         return
     out_dir = out or Path("results") / datetime.now().strftime("evaluate-%Y%m%d-%H%M%S")

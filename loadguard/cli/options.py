@@ -204,6 +204,15 @@ error_rate_option = click.option(
 )
 
 
+#: The SLO's violation budget (``SloSpec.violation_budget``): the sidecar's, and the one
+#: the plant suite runs its policies with and judges them against.
+violation_budget_option = click.option(
+    "--violation-budget", metavar="PERCENT",
+    help="Share of windows you accept over the SLO, e.g. 5% (default: the SLO file's if "
+    "any, else 5%).",
+)  # fmt: skip
+
+
 rebuild_option = click.option(
     "--rebuild", is_flag=True, help="Build again even if the cache holds a complete one."
 )
@@ -238,11 +247,7 @@ slo_options = stack(
     click.option("--mean", type=DURATION, help="SLO on the window's mean, e.g. 100ms."),
     error_rate_option,
     window_option,
-    click.option(
-        "--violation-budget", metavar="PERCENT",
-        help="Share of windows you accept over the SLO, e.g. 5% (default: the SLO file's, "
-        "else 5%).",
-    ),
+    violation_budget_option,
 )  # fmt: skip
 
 rate_bound_options = stack(
@@ -278,6 +283,36 @@ jtl_format_options = stack(
     click.option(
         "--transactions", is_flag=True,
         help="Count Transaction Controller rows as labels (kept out of the overall figures).",
+    ),
+)  # fmt: skip
+
+#: Live outputs of ``run`` and ``attach`` (docs/dashboards.md); also ``[outputs]`` in
+#: the --slo-file TOML file (these options override it).
+output_options = stack(
+    click.option(
+        "--influx", metavar="URL",
+        help="Write ticks and decisions to InfluxDB: http://HOST:8086/write?db=NAME (1.x) or "
+        ".../api/v2/write?org=ORG&bucket=B (2.x); token in $LOADGUARD_INFLUX_TOKEN.",
+    ),
+    click.option(
+        "--influx-token-file", type=FILE,
+        help="File whose first line is the InfluxDB token (1.x: user:password).",
+    ),
+    click.option(
+        "--influx-required", is_flag=True,
+        help="Refuse to start (exit 2) if InfluxDB cannot be written to.",
+    ),
+    click.option(
+        "--application", metavar="NAME",
+        help="The application tag/label of the outputs (default: the plan's name).",
+    ),
+    click.option(
+        "--prometheus-port", type=click.IntRange(0, 65535), metavar="PORT",
+        help="Serve /metrics for Prometheus on this port during the run (0: a free one).",
+    ),
+    click.option(
+        "--prometheus-host", metavar="HOST",
+        help="Address /metrics binds to (default 127.0.0.1; 0.0.0.0 exposes it).",
     ),
 )  # fmt: skip
 

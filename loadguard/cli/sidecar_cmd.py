@@ -162,6 +162,8 @@ def run_cmd(
             --duration 3m --out results/run1 -- -Jhost=127.0.0.1
       loadguard run plan.jmx --remote h1:1099,h2:1099 -e h1:9001 \\
             -e h2:9001 --p95 300ms --max-rate 800 -J threads=200
+      loadguard run plan.jmx --p95 300ms --max-rate 800 --application shop \\
+            --influx 'http://127.0.0.1:8086/write?db=jmeter' --prometheus-port 9464
     """
     _setup_logging(opts.verbose)
     out_dir = out or Path("results") / datetime.now().strftime("%Y%m%d-%H%M%S")

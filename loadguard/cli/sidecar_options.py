@@ -26,6 +26,7 @@ from loadguard.cli.options import (
     initial_rate_option,
     jtl_format_options,
     label_options,
+    output_options,
     policy_options,
     quiet_option,
     rate_bound_options,
@@ -35,6 +36,7 @@ from loadguard.cli.options import (
     tick_option,
 )
 from loadguard.durations import Seconds
+from loadguard.outputs import OutputConfig
 from loadguard.policies import parse_params
 from loadguard.sidecar import Paths, SidecarConfig
 from loadguard.slo import SloSpec
@@ -77,6 +79,12 @@ class LoopOptions:
     transactions: bool
     labels: str | None
     exclude_labels: str | None
+    influx: str | None
+    influx_token_file: Path | None
+    influx_required: bool
+    application: str | None
+    prometheus_port: int | None
+    prometheus_host: str | None
     quiet: bool
     verbose: bool
 
@@ -118,7 +126,15 @@ class LoopOptions:
             },
             quiet=self.quiet,
             verbose=self.verbose,
+            outputs=self.outputs(),
         )
+
+    def outputs(self) -> OutputConfig:
+        return OutputConfig.load(
+            self.slo_file, influx=self.influx, influx_token_file=self.influx_token_file,
+            influx_required=self.influx_required, application=self.application,
+            prometheus_port=self.prometheus_port, prometheus_host=self.prometheus_host,
+        )  # fmt: skip
 
 
 def with_remotes(
@@ -160,6 +176,7 @@ _LOOP_OPTIONS = stack(
     click.option("--dry-run", is_flag=True, help="Observe mode: log decisions, never push."),
     jtl_format_options,
     label_options,
+    output_options,
     quiet_option,
     click.option("-v", "--verbose", is_flag=True, help="More detail per tick."),
 )  # fmt: skip

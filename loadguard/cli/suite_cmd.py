@@ -9,9 +9,10 @@ import click
 
 from loadguard.errors import UsageError
 from loadguard.evaluate.suite import SuiteConfig, run_suite
-from loadguard.evaluate.suite_report import load_json, to_json, write
+from loadguard.evaluate.suite_report import default_out, load_json, to_json, write
 from loadguard.policies import POLICIES
 from loadguard.simulate.plants import select
+from loadguard.slo import SloSpec
 
 
 def _policies(names: tuple[str, ...]) -> tuple[str, ...]:
@@ -29,12 +30,35 @@ def _policies(names: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _seeds(text: str) -> tuple[int, ...]:
+    """``101,102,103`` -> (101, 102, 103): distinct whole numbers >= 0, in the order given."""
+    out: list[int] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        if not part.isdigit():
+            raise UsageError(f"--seeds: expected whole numbers like 101,102,103, got {part!r}")
+        if int(part) not in out:
+            out.append(int(part))
+    if not out:
+        raise UsageError("--seeds: give at least one seed, e.g. 101,102,103")
+    return tuple(out)
+
+
+def _budget(text: str) -> float:
+    """``5%`` -> 0.05, through the SLO's own parser and limits (an ``SloSpecError`` as the
+    sidecar's commands give for the same value)."""
+    return SloSpec.from_options(p95="1s", violation_budget=text).violation_budget
+
+
 def run_suite_command(
     *,
     quick: bool,
     plants: tuple[str, ...],
     policies: tuple[str, ...],
-    seeds: int | None,
+    repetitions: int | None,
+    seeds: str | None,
+    violation_budget: str | None,
     duration: float | None,
     baseline: Path | None,
     doc: Path | None,
@@ -44,10 +68,16 @@ def run_suite_command(
     overrides: dict[str, object] = {}
     if policies:
         overrides["policies"] = _policies(policies)
-    if seeds is not None:
-        if seeds < 1:
+    if repetitions is not None and seeds is not None:
+        raise UsageError("--seeds and --repetitions: give one of them")
+    if repetitions is not None:
+        if repetitions < 1:
             raise UsageError("--repetitions: must be >= 1")
-        overrides["seeds"] = tuple(range(1, seeds + 1))
+        overrides["seeds"] = tuple(range(1, repetitions + 1))
+    if seeds is not None:
+        overrides["seeds"] = _seeds(seeds)
+    if violation_budget is not None:
+        overrides["violation_budget"] = _budget(violation_budget)
     if duration is not None:
         if duration < 300:
             raise UsageError("--duration: the suite needs at least 300s (events at 120-170 s)")
@@ -58,11 +88,13 @@ def run_suite_command(
     results = run_suite(chosen, cfg, progress=lambda msg: click.echo(msg, err=True))
     data = to_json(results, cfg, command)
     doc_path = doc or Path("docs/controller.md")
-    out_dir = out or doc_path.parent / "controller"
+    out_dir = out or default_out(doc_path, data)
     write(data, base, doc_path, out_dir)
-    met = sum(1 for p in data["plants"] for r in p["runs"] if not r["misses"])
-    total = sum(len(p["runs"]) for p in data["plants"])
+    met = sum(1 for p in data["plants"] for s in p["summary"] if not s["misses"])
+    total = sum(len(p["summary"]) for p in data["plants"])
     click.echo(
-        f"goal met in {met} of {total} runs; report: {doc_path}; data: {out_dir}/suite.json",
+        f"goal met on {met} of {total} plant x policy pairs (over seeds "
+        f"{','.join(map(str, cfg.seeds))}, B = {cfg.violation_budget:.1%}); report: "
+        f"{doc_path}; data: {out_dir}/suite.json",
         err=True,
     )

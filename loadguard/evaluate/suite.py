@@ -12,11 +12,16 @@ For each plant (``loadguard.simulate.plants``):
    switched exactly when a phase starts (pushed one actuation lag ahead), held through an
    outage -- for the same f; each run's (violation share, steady efficiency) is a
    frontier point.
-3. **policies**: each policy from 5 req/s through the simulated control loop
-   (``loadguard.simulate.run.simulate``, the sidecar's own ``Window``, ``SloSpec`` and
-   guard rails), judged by ``suite_metrics.compute`` against the same λ*(t).
+3. **the goal at the budget B** (``SuiteConfig.violation_budget``): F(B), the best
+   frontier efficiency whose violation share is ≤ B, fixes the goal's efficiency floor
+   and reach (``suite_metrics.Goal``);
+4. **policies**: each policy from 5 req/s through the simulated control loop
+   (``loadguard.simulate.run.simulate``, the sidecar's own ``Window``, ``SloSpec`` with
+   ``violation_budget = B``, and guard rails), judged by ``suite_metrics.compute``
+   against the same λ*(t) and by ``suite_metrics.misses`` against the goal: per seed, and
+   per policy over the seeds run (``PlantResult.policy_misses``).
 
-Quick (CI): one seed, 300 s runs, only the default policy.
+Quick (CI): one seed, 600 s runs, only the default policy.
 """
 
 from __future__ import annotations
@@ -32,17 +37,22 @@ from loadguard.evaluate.lambda_star import LambdaStar, SweepPoint, lambda_star_f
 from loadguard.evaluate.suite_metrics import (
     STEADY_FROM_S,
     Capacity,
+    Goal,
     RunData,
     SuiteMetrics,
     compute,
     elapsed_ms,
+    frontier_at,
     frontier_gap,
+    misses,
+    t90_exempt,
 )
 from loadguard.policies import DEFAULT_POLICY, build_policy
 from loadguard.simulate.plant import Plant
 from loadguard.simulate.plants import SuitePlant
 from loadguard.simulate.run import simulate
 from loadguard.simulate.scenario import Scenario
+from loadguard.slo import DEFAULT_VIOLATION_BUDGET
 
 FRACTIONS: tuple[float, ...] = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.925, 0.95, 0.975, 1.0, 1.05, 1.1)
 ALL_POLICIES: tuple[str, ...] = ("knee", "gradient", "threezone", "aimd", "search")
@@ -58,6 +68,9 @@ class SuiteConfig:
     policies: tuple[str, ...] = ALL_POLICIES
     params: dict[str, dict[str, Any]] = field(default_factory=dict)
     fractions: tuple[float, ...] = FRACTIONS
+    #: B: the share of windows the user accepts over the SLO; the policies run with it
+    #: (``SloSpec.violation_budget``) and the goal is relative to it.
+    violation_budget: float = DEFAULT_VIOLATION_BUDGET
 
     @classmethod
     def quick(cls, **overrides: Any) -> SuiteConfig:
@@ -81,7 +94,7 @@ class PolicyResult:
     policy: str
     seed: int
     metrics: SuiteMetrics
-    misses: tuple[str, ...]
+    misses: tuple[str, ...]  # this seed's alone
     rates: tuple[tuple[float, float], ...]  # (t, commanded)
 
 
@@ -92,6 +105,11 @@ class PlantResult:
     capacity: Capacity
     frontier: tuple[FrontierPoint, ...]
     runs: tuple[PolicyResult, ...]
+    goal: Goal
+
+    def policy_misses(self, policy: str) -> list[str]:
+        """The goal items ``policy`` misses over the seeds run (means where the goal says)."""
+        return misses([r.metrics for r in self.runs if r.policy == policy], self.goal)
 
     def frontier_xy(self) -> list[tuple[float, float]]:
         return [
@@ -208,12 +226,27 @@ def evaluate_plant(
         for p in frontier
         if p.metrics.violations is not None and p.metrics.steady_efficiency is not None
     ]
+    budget = cfg.violation_budget
+    goal = Goal(
+        budget,
+        frontier_at(xy, budget),
+        has_events=bool(plant.events),
+        has_cliff=plant.has_cliff,
+        t90_exempt=t90_exempt(capacity),
+    )
+    f_b = "none" if goal.frontier is None else f"{goal.frontier:.3f}"
+    say(f"  F({budget:.1%}) = {f_b}")
     runs: list[PolicyResult] = []
     for policy in cfg.policies:
         for seed in cfg.seeds:
-            runs.append(_policy_run(plant, policy, seed, cfg, capacity, xy))
+            runs.append(_policy_run(plant, policy, seed, cfg, capacity, xy, goal))
             say(f"  {policy} seed {seed}: {runs[-1].misses or 'goal met'}")
-    return PlantResult(plant, tuple(sweeps.values()), capacity, tuple(frontier), tuple(runs))
+    result = PlantResult(
+        plant, tuple(sweeps.values()), capacity, tuple(frontier), tuple(runs), goal
+    )
+    for policy in cfg.policies:
+        say(f"  {policy} over the seeds: {result.policy_misses(policy) or 'goal met'}")
+    return result
 
 
 def _policy_run(
@@ -223,21 +256,19 @@ def _policy_run(
     cfg: SuiteConfig,
     capacity: Capacity,
     xy: Sequence[tuple[float, float]],
+    goal: Goal,
 ) -> PolicyResult:
-    spec = plant.spec()
+    spec = dataclasses.replace(plant.spec(), violation_budget=cfg.violation_budget)
     scenario = plant.with_run(cfg.duration_s, seed)
     run = simulate(scenario, spec, build_policy(policy, spec, **cfg.params.get(policy, {})))
     assert run.plant is not None
     sent, end, ok = run.plant.samples()
     ticks = tuple((t.t_s, t.decision.new_rate) for t in run.ticks)
     data = RunData(sent, end, ok, cfg.duration_s, ticks)
-    m = compute(data, capacity, plant.p95_ms, plant.events)
+    m = compute(data, capacity, plant.p95_ms, plant.events, reach=goal.reach)
     if m.violations is not None and m.steady_efficiency is not None:
         m = dataclasses.replace(m, frontier_gap=frontier_gap(xy, m.violations, m.steady_efficiency))
-    from loadguard.evaluate.suite_metrics import misses
-
-    miss = misses(m, has_events=bool(plant.events), has_cliff=plant.has_cliff)
-    return PolicyResult(policy, seed, m, tuple(miss), ticks)
+    return PolicyResult(policy, seed, m, tuple(misses([m], goal)), ticks)
 
 
 def run_suite(

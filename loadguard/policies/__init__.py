@@ -37,6 +37,7 @@ from typing import Any
 from loadguard.errors import PolicyError
 from loadguard.policies.aimd import AimdPolicy
 from loadguard.policies.base import Decision, Policy
+from loadguard.policies.budget import BudgetPolicy
 from loadguard.policies.fixed import FixedPolicy
 from loadguard.policies.gradient import GradientPolicy
 from loadguard.policies.guards import (
@@ -66,6 +67,7 @@ POLICIES: dict[str, Callable[..., Policy]] = {
     "knee": KneePolicy,
     "search": SearchPolicy,
     "fixed": FixedPolicy,
+    "budget": BudgetPolicy,
 }
 
 #: The policy every entry point uses unless told otherwise (docs/controller.md, "The plant
@@ -157,14 +159,19 @@ def build_policy(name: str, spec: SloSpec, **params: Any) -> Policy:
         for f in dataclasses.fields(factory)  # type: ignore[arg-type]
         if f.init and f.name != "name"
     }
-    if name in ("search", "gradient", "knee"):
+    if name in ("search", "gradient", "knee", "budget"):
         own.setdefault("window_ms", spec.window_ms)
+    if name == "budget":
+        own.setdefault("budget", spec.violation_budget)
+        own.setdefault("min_samples", spec.min_samples)
+        own.setdefault("lag_ms", round(knobs["lag_ms"]))
     for key in own:
         if key not in fields:
             known = ", ".join([*fields, *GUARD_DEFAULTS])
             raise PolicyError(f"unknown parameter {key!r} for policy {name} (known: {known})")
     converted = {k: _convert(name, k, v, fields[k].type) for k, v in own.items()}
     policy: Policy = factory(**converted)
+    by_send_time = bool(getattr(policy, "judges_by_send_time", False))
 
     if knobs["early_near"] is None:
         knobs["early_near"] = getattr(policy, "judges_near_early", False)
@@ -178,7 +185,10 @@ def build_policy(name: str, spec: SloSpec, **params: Any) -> Policy:
     )
     policy = StepLimit(policy, knobs["max_step_up"], knobs["max_step_down"])
     policy = GeneratorLimited(policy, knobs["generator_ratio"], knobs["thread_headroom"])
-    policy = Settling(policy, round(settle), early_near=bool(knobs["early_near"]), window_ms=window)
+    if not by_send_time:
+        policy = Settling(
+            policy, round(settle), early_near=bool(knobs["early_near"]), window_ms=window
+        )
     policy = NoDataHold(policy)
     policy = StaleHold(policy, round(stale), round(floor_after), spec.min_rate)
     if knobs["auto_stop"]:

@@ -28,6 +28,23 @@ warmed-up plant's) only places that sweep.
                    threads (Little: 1500 req/s × 50 ms = 75 busy)
 ====  ===========  ==============================================================
 
+**Holdout plants** (``HOLDOUT``: named by ``--plants 11,12,13`` or their keys, never in
+the default set 1-9 that CI checks). Built before the policy they judge, so no constant
+of it can have been fitted to them; their SLOs follow the suite's own rule -- 5× the mean
+service for light tails (plants 1, 5-7, 9: 250 ms over 50 ms), and for a log-normal the
+ratio plant 3 has to the service's own p95 (400 ms / 175 ms ≈ 2.3):
+
+====  ============  =============================================================
+ no.  key           plant
+====  ============  =============================================================
+ 11   mm2           M/M/2, 50 ms, queue 200, p95 ≤ 250 ms (λ* ≈ 26 req/s:
+                    two workers, a small system governed by its queue)
+ 12   md8           M/D/8, constant 50 ms, queue 200, p95 ≤ 250 ms (λ* ≈ 153
+                    of a 160 req/s capacity: a sharp knee)
+ 13   lognormal15   M/G/8, log-normal 50 ms σ = 1.5 (CV 2.9; service p95
+                    191 ms), queue 200, p95 ≤ 450 ms (λ* ≈ 133)
+====  ============  =============================================================
+
 The "capacity phases" of a plant say which variant's λ* is in force when:
 ``λ*(t)`` is the measured λ* of the variant of the last phase starting at or before t,
 0 in an outage.
@@ -173,13 +190,44 @@ def _plants() -> tuple[SuitePlant, ...]:
     )
 
 
+def _holdout() -> tuple[SuitePlant, ...]:
+    return (
+        SuitePlant(
+            11,
+            "mm2",
+            "M/M/2 50 ms (holdout)",
+            Scenario(servers=2, service=ServiceDist("exp", 0.050), queue=200),
+            250.0,
+        ),
+        SuitePlant(
+            12,
+            "md8",
+            "M/D/8, constant 50 ms (holdout)",
+            Scenario(servers=8, service=ServiceDist("const", 0.050), queue=200),
+            250.0,
+        ),
+        SuitePlant(
+            13,
+            "lognormal15",
+            "very heavy tail, log-normal σ=1.5 (holdout)",
+            _mm8(service=ServiceDist("lognormal", 0.050, 1.5)),
+            450.0,
+        ),
+    )
+
+
 PLANTS: tuple[SuitePlant, ...] = _plants()
-BY_KEY = {p.key: p for p in PLANTS}
+#: Plants 11-13: selectable by name or number, not in the default set.
+HOLDOUT: tuple[SuitePlant, ...] = _holdout()
+BY_KEY = {p.key: p for p in (*PLANTS, *HOLDOUT)}
 
 
 def select(names: list[str] | tuple[str, ...] | None) -> tuple[SuitePlant, ...]:
-    """Plants by key or number (comma-separated allowed), in suite order; all for none."""
-    return select_from(PLANTS, names)
+    """Plants by key or number (comma-separated allowed), in suite order, the holdout
+    plants (11-13) included when named; plants 1-9 for none."""
+    if not names:
+        return PLANTS
+    return select_from((*PLANTS, *HOLDOUT), names)
 
 
 class Numbered(Protocol):

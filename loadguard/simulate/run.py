@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from loadguard.ledger import ExceedanceLedger, criteria_of
 from loadguard.observation import Action
 from loadguard.policies.base import Decision, Policy
 from loadguard.rate import RateInForce
@@ -40,6 +41,7 @@ class SimRun:
     ticks: list[TickRecord] = field(default_factory=list)
     plant: Plant | None = None
     stopped_at_s: float | None = None
+    ledger: ExceedanceLedger | None = None
 
 
 def simulate(scenario: Scenario, spec: SloSpec, policy: Policy) -> SimRun:
@@ -51,16 +53,20 @@ def simulate(scenario: Scenario, spec: SloSpec, policy: Policy) -> SimRun:
         stretch_to=spec.min_samples,
         max_window_ms=STRETCH_WINDOWS * spec.window_ms,
     )
-    run = SimRun(scenario, spec, policy.name, plant=plant)
+    ledger = ExceedanceLedger(criteria_of(spec), spec.window_ms, round(scenario.lag_s * 1000))
+    run = SimRun(scenario, spec, policy.name, plant=plant, ledger=ledger)
     rate = RateInForce(scenario.start_rate, confirmed=True)
+    ledger.rate_in_force(scenario.start_rate, 0)
     n_ticks = round(scenario.duration_s / scenario.tick_s)
     t0 = 0.0
     for k in range(1, n_ticks + 1):
         t1 = k * scenario.tick_s
-        window.add(plant.advance(t0, t1))
+        batch = plant.advance(t0, t1)
+        window.add(batch)
+        ledger.add(batch)
         now_ms = round(t1 * 1000.0)
         obs = spec.evaluate(window.stats(now_ms), now_ms, rate.value)
-        obs = replace(obs, rate_change=rate.change)
+        obs = replace(obs, rate_change=rate.change, ledger=ledger.view(now_ms))
         decision = policy.decide(obs, rate.value)
         run.ticks.append(TickRecord(t1, rate.value, plant.queue.servers, decision))
         if decision.action is Action.STOP:
@@ -69,5 +75,6 @@ def simulate(scenario: Scenario, spec: SloSpec, policy: Policy) -> SimRun:
         if rate.needs_push(decision.new_rate):
             rate.acknowledged(decision.new_rate, obs.timer_ms)
             plant.push(t1, decision.new_rate)
+            ledger.rate_in_force(decision.new_rate, now_ms)
         t0 = t1
     return run

@@ -97,7 +97,7 @@ def test_unreachable_then_hung_port_logs_unapplied_backs_off_and_reasserts(
             proc.terminate()
             _, err = proc.communicate(timeout=30)
             proxy.close()
-        assert proc.returncode in (0, 1), err.decode()[-2000:]
+        assert proc.returncode in (0, 1, 5), err.decode()[-2000:]
         # JMeter holds the last rate the sidecar logged as applied (read past the proxy).
         held = BeanShellClient("127.0.0.1", engine.bsh_session_port).get_property(RATE_PROPERTY)
     rows = read_decisions(decisions)

@@ -61,7 +61,7 @@ def test_signal_stops_jmeter_gracefully_and_writes_the_summary(
             proc.send_signal(second)
         _, err = proc.communicate(timeout=60)
         took = time.monotonic() - sent
-    assert proc.returncode in (0, 1), err[-2000:]
+    assert proc.returncode in (0, 1, 5), err[-2000:]
     assert "Traceback" not in err
     summary = json.loads((out / "summary.json").read_text())
     assert summary["stop_reason"] == "signal"

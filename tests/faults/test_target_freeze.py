@@ -73,7 +73,7 @@ def test_frozen_target_is_seen_as_stale_and_floored_before_requests_time_out(
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=60)
     assert floored, "never cut to the floor while frozen"
-    assert proc.returncode in (0, 1), err[-2000:]
+    assert proc.returncode in (0, 1, 5), err[-2000:]
     assert json.loads((out / "summary.json").read_text())["stop_reason"] == "signal"
     assert not jmeter_pids(str(out))
     assert hung > 0

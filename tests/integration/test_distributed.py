@@ -331,7 +331,7 @@ def test_attach_remote_warns_when_the_controller_batches_samples(
             attach.wait()
         controller.stop()  # Shutdown reaches the engines: they are free for the next test
     err = err_path.read_text()
-    assert attach.returncode in (0, 1), err[-3000:]
+    assert attach.returncode in (0, 1, 5), err[-3000:]
     assert "lags the test" in err and "StrippedAsynch" in err, err[-3000:]
     assert json.loads((tmp_path / "summary.json").read_text())["stop_reason"] == "jmeter_gone"
     rows = read_decisions(decisions)

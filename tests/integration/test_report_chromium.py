@@ -127,7 +127,7 @@ def real_report(jmeter_home: JMeterHome, tmp_path_factory: pytest.TempPathFactor
     run_dir = tmp_path_factory.mktemp("real-run") / "run"
     with running_target(build_model("mmc", workers=2, queue=100, service_s=0.050)) as target:
         proc = loadguard_run(run_dir, target.port)
-    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    assert proc.returncode in (0, 1, 5), proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     return render_report(run_dir)
 

@@ -87,7 +87,7 @@ def test_run_drives_the_rate_to_the_knee_and_backs_off_past_it(
         timeout=180,
         cwd=tmp_path,
     )
-    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    assert proc.returncode in (0, 1, 5), proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     rows = read_decisions(out / "decisions.csv")
     actions = {r["action"] for r in rows}
@@ -163,7 +163,7 @@ def test_ctrl_c_stops_jmeter_and_writes_the_summary(
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode in (0, 1), err[-2000:]
+    assert proc.returncode in (0, 1, 5), err[-2000:]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["stop_reason"] == "signal"
     time.sleep(0.5)
@@ -235,7 +235,7 @@ def test_attach_killed_and_restarted_appends_and_resumes_the_rate(
         second = subprocess.run(
             [*attach, "--duration", "6s"], cwd=tmp_path, timeout=60, capture_output=True, text=True
         )
-        assert second.returncode in (0, 1), second.stderr[-2000:]
+        assert second.returncode in (0, 1, 5), second.stderr[-2000:]
         after = read_decisions(decisions)
         assert after[: len(before)] == before
         assert len(after) > len(before)

@@ -1,10 +1,15 @@
 """CI check of the controller's goal: ``loadguard evaluate --suite --quick`` (simulator only,
-plants 1-9, the default policy, one seed, 600 s runs; ~1-2 min wall on 2 shared cores).
+plants 1-9, the default policy, seed 1, 600 s runs, violation budget B = 5 %).
 
-Where the default meets a criterion the goal itself is asserted. Where it does not, the
-measured level is asserted (so it cannot get worse unnoticed) and the miss is named with
-its cause here and in docs/controller.md. Same seed, same output: the simulator is
-deterministic.
+The goal against the fixed-rate frontier (docs/controller.md, "The plant suite") is
+re-derived here from the figures in suite.json, not read from the suite's own verdict:
+F(B) from the fixed-rate points, then violations ≤ B + 2 points, steady efficiency
+≥ F(B) − 5 points, a commanded rate ≥ 0.9 F(B) λ* within 60 s (unless λ*·W < 100
+samples), recovery ≤ 60 s, at most one collapse on the cliff, errors ≤ 0.5 %. No level
+is relaxed per plant: a plant whose default run misses any item fails its test case, or,
+when listed in ``KNOWN_MISSES``, is a strict xfail (it fails once it meets the goal,
+until it is taken off the list). Same seed, same output: the simulator is
+deterministic. Measured run time: see docs/controller.md ("The plant suite").
 """
 
 from __future__ import annotations
@@ -16,57 +21,12 @@ import pytest
 from click.testing import CliRunner
 
 from loadguard.cli import cli
-from loadguard.evaluate.suite_metrics import (
-    GOAL_COLLAPSES,
-    GOAL_EFFICIENCY,
-    GOAL_ERRORS,
-    GOAL_RECOVERY_S,
-    GOAL_T90_S,
-    GOAL_VIOLATIONS,
-)
+from loadguard.evaluate.suite_report import HEAD
 
 pytestmark = pytest.mark.slow
 
-GOAL: dict[str, float] = {
-    "violations": GOAL_VIOLATIONS,
-    "errors": GOAL_ERRORS,
-    "efficiency": GOAL_EFFICIENCY,
-    "t90": GOAL_T90_S,
-    "recovery": GOAL_RECOVERY_S,
-    "collapses": GOAL_COLLAPSES,
-}
-
-#: Measured levels where the default (``knee``) misses the goal, with the cause; an empty
-#: entry asserts the whole goal.
-MISSES: dict[str, dict[str, float]] = {
-    "mm8": {},
-    # The ramp's P0 read 0.35 (the long-run idle is 0.37), so the setpoint 1.3 P0 = 0.45
-    # holds 0.84-0.89 lambda*: efficiency 0.893.
-    "shop": {"efficiency": 0.89},
-    "heavy_tail": {},
-    # Cold start: the ramp's P0 is the cold service's, so the setpoint stays at its cap
-    # 0.75 until flat windows well below the hot rate (after ~150 s) lower it to ~0.48;
-    # meanwhile x1.25 steps from idle twice overshoot to 1.15-1.3 lambda* (the 6 violating
-    # windows, 140-220 s; no fixed rate meets the goal here: frontier infeasible). t90 is
-    # the cold service's: 132 s.
-    "warmup": {"violations": 0.11, "efficiency": 0.88, "t90": 135.0},
-    "cliff": {},
-    # After the halving, windows holding the backlog sent before the first cut, with
-    # completions matching arrivals, read as the new rate's verdict (flow conservation
-    # cannot tell; a window keyed on start time could): 126 -> 63 -> 31.5 req/s, then a
-    # momentum climb back to 0.9 lambda* 105 s after the event.
-    "halves": {"efficiency": 0.86, "recovery": 110.0},
-    # The stall halves the rate (102 -> 51), the drained backlog halves it again (-> 26),
-    # and the climb back reaches 0.9 lambda* 149 s after the outage. Violations: the hung
-    # requests completing at 170-200 s (3 windows) and one at 0.88 lambda* (no fixed rate
-    # meets the goal here: frontier infeasible).
-    "outage": {"violations": 0.072, "efficiency": 0.80, "recovery": 150.0},
-    # 10 s windows of ~30 samples: a window p95 is noisy at any rate near lambda*; no
-    # fixed rate meets <= 5 % violations and >= 90 % efficiency (frontier infeasible).
-    "tiny": {"violations": 0.27, "efficiency": 0.86},
-    # Eight doublings from 5 to 1500 req/s at one settle time (~13 s) each.
-    "large": {"t90": 110.0},
-}
+BUDGET = 0.05
+PLANTS = ("mm8", "shop", "heavy_tail", "warmup", "cliff", "halves", "outage", "tiny", "large")
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +36,17 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     doc.write_text("# Controller\n", encoding="utf-8")
     result = CliRunner().invoke(
         cli,
-        ["evaluate", "--suite", "--quick", "--doc", str(doc), "--out", str(tmp / "out")],
+        [
+            "evaluate",
+            "--suite",
+            "--quick",
+            "--violation-budget",
+            "5%",
+            "--doc",
+            str(doc),
+            "--out",
+            str(tmp / "out"),
+        ],
         catch_exceptions=False,
     )
     assert result.exit_code == 0, result.output
@@ -86,39 +56,82 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return data
 
 
-def _figures(run: dict[str, Any]) -> dict[str, float]:
-    recovery = [float("inf") if r is None else r for r in run["recovery_s"]]
-    return {
-        "violations": run["violations"],
-        "errors": run["errors"],
-        "efficiency": run["steady_efficiency"],
-        "t90": float("inf") if run["time_to_90_s"] is None else run["time_to_90_s"],
-        "recovery": max(recovery, default=0.0),
-        "collapses": run["collapses"],
-    }
+def _goal_misses(plant: dict[str, Any], run: dict[str, Any]) -> list[str]:
+    """The goal items ``run`` misses, derived from the plant's fixed-rate points."""
+    kept = [
+        p["steady_efficiency"]
+        for p in plant["frontier"]
+        if p["violations"] is not None
+        and p["steady_efficiency"] is not None
+        and p["violations"] <= BUDGET + 1e-9
+    ]
+    f_b = max(kept) if kept else None
+    lams = [lam for _at, lam in plant["capacity"] if lam > 0]
+    out = []
+    if run["violations"] is None or run["violations"] > BUDGET + 0.02 + 1e-12:
+        out.append("violations")
+    eff = run["steady_efficiency"]
+    if eff is None or (f_b is not None and eff < f_b - 0.05 - 1e-12):
+        out.append("efficiency")
+    if min(lams) * 10.0 >= 100.0 and (run["time_to_90_s"] is None or run["time_to_90_s"] > 60):
+        out.append("t90")
+    if plant["has_events"] and any(r is None or r > 60 for r in run["recovery_s"]):
+        out.append("recovery")
+    if plant["has_cliff"] and run["collapses"] > 1:
+        out.append("collapses")
+    if run["errors"] is None or run["errors"] > 0.005:
+        out.append("errors")
+    return out
 
 
-@pytest.mark.parametrize("plant", list(MISSES))
-def test_default_policy_meets_the_goal_or_its_measured_level(
-    suite: dict[str, Any], plant: str
+def test_the_suite_ran_at_the_budget_with_the_reach_it_implies(suite: dict[str, Any]) -> None:
+    assert suite["violation_budget"] == BUDGET and suite["seeds"] == [1]
+    for plant in suite["plants"]:
+        f_b = plant["goal"]["frontier_at_budget"]
+        assert plant["goal"]["reach"] == pytest.approx(0.9 * (1.0 if f_b is None else f_b))
+
+
+#: Plants where the default (``knee``) measurably misses the goal today (seed 1, 600 s,
+#: B = 5 %, measured on this commit's parent). Strict: a plant that starts meeting the
+#: goal fails this test until it is taken off the list, so the list can only shrink.
+KNOWN_MISSES = {
+    "shop": "efficiency below F(B) - 5 pt",
+    "warmup": "violations and t90",
+    "halves": "recovery over 60 s",
+    "outage": "violations and recovery",
+    "tiny": "violations over B + 2 pt",
+    "large": "t90 over 60 s",
+}
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        pytest.param(k, marks=pytest.mark.xfail(reason=KNOWN_MISSES[k], strict=True))
+        if k in KNOWN_MISSES
+        else k
+        for k in PLANTS
+    ],
+)
+def test_default_policy_meets_the_goal_at_a_5_percent_budget(
+    suite: dict[str, Any], key: str
 ) -> None:
-    entry = next(p for p in suite["plants"] if p["key"] == plant)
-    (run,) = entry["runs"]
-    figures = _figures(run)
-    for name, value in figures.items():
-        if name == "collapses" and not entry["has_cliff"]:
-            continue
-        level = MISSES[plant].get(name, GOAL[name])
-        if name == "efficiency":
-            assert value >= level, f"{plant}: {name} {value:.3f} < {level}"
-        else:
-            assert value <= level, f"{plant}: {name} {value} > {level}"
+    plant = next(p for p in suite["plants"] if p["key"] == key)
+    (run,) = plant["runs"]
+    missed = _goal_misses(plant, run)
+    assert missed == run["misses"], "the suite's verdict differs from the goal's"
+    f_b = plant["goal"]["frontier_at_budget"]
+    assert not missed, (
+        f"{key}: misses {missed} (F(B) {f_b}, violations {run['violations']}, efficiency "
+        f"{run['steady_efficiency']}, t90 {run['time_to_90_s']}, recovery {run['recovery_s']}, "
+        f"collapses {run['collapses']}, errors {run['errors']})"
+    )
 
 
 def test_suite_report_has_a_table_and_a_frontier_chart_per_plant(suite: dict[str, Any]) -> None:
     assert [p["number"] for p in suite["plants"]] == list(range(1, 10))
     assert len(suite["pngs"]) == 9
-    assert suite["doc"].count("| policy | violations |") == 9
+    assert suite["doc"].count(HEAD) == 9
 
 
 def test_every_plant_has_a_measured_lambda_star(suite: dict[str, Any]) -> None:

@@ -6,8 +6,9 @@ third-party packages, and anything in a layer below it):
 0. leaves, shared by everyone: ``loadguard`` (the package: ``__version__``), ``errors``,
    ``durations``, ``clock``, ``rate``, ``stats``, ``observation``, ``slo``, ``window``,
    ``stop_reason``, ``histogram``, ``decision_columns``, ``human`` and ``headline``
-   (figures and the headline sentence for people) and ``jtl.sample`` (the
-   ``SampleBatch`` and ``SampleSource`` types). A leaf imports only other leaves.
+   (figures and the headline sentence for people), ``jtl.sample`` (the
+   ``SampleBatch`` and ``SampleSource`` types), and the counting core: ``exceedance``,
+   ``ledger``, ``evidence``, ``capacity``. A leaf imports only other leaves.
 1. ``jtl``: reading JTL files.
 2. ``actuator`` (pushing rates to JMeter; may read ``jtl``), ``policies`` (deciding
    rates), ``report`` (rendering a finished run; may read ``jtl``).
@@ -43,6 +44,10 @@ LEAVES = frozenset(
         "loadguard.histogram",
         "loadguard.decision_columns",
         "loadguard.jtl.sample",
+        "loadguard.exceedance",
+        "loadguard.ledger",
+        "loadguard.evidence",
+        "loadguard.capacity",
         "loadguard.human",
         "loadguard.headline",
     }

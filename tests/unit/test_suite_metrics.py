@@ -7,12 +7,16 @@ import pytest
 
 from loadguard.evaluate.suite_metrics import (
     Capacity,
+    Goal,
     RunData,
     SuiteMetrics,
     compute,
+    frontier_at,
     frontier_gap,
     misses,
     steady_spans,
+    t90_exempt,
+    violation_share,
 )
 
 
@@ -77,13 +81,64 @@ def test_frontier_gap_compares_with_the_best_point_at_no_more_violations() -> No
     assert frontier_gap(points, 0.0, 0.90) == pytest.approx(-0.05)
 
 
-def test_misses_names_each_criterion_missed() -> None:
-    m = SuiteMetrics(0.1, 50, 0.0, 0.85, 90.0, (None,), 3, 1.0, frontier_gap=0.05)
-    assert misses(m, has_events=True, has_cliff=True) == [
-        "violations", "efficiency", "frontier", "t90", "recovery", "collapses",
-    ]  # fmt: skip
+def test_time_to_reach_waits_for_the_reach_fraction_of_lambda_star() -> None:
+    data = _run(0.1, rate=9.0)
+    assert compute(data, Capacity(((0.0, 10.0),)), p95_ms=500.0, reach=0.95).time_to_90_s is None
+    assert compute(data, Capacity(((0.0, 10.0),)), p95_ms=500.0, reach=0.9).time_to_90_s == 1.0
 
 
-def test_misses_is_empty_for_a_run_meeting_the_goal() -> None:
-    m = SuiteMetrics(0.02, 50, 0.001, 0.93, 40.0, (30.0,), 1, 1.0, frontier_gap=0.01)
-    assert misses(m, has_events=True, has_cliff=True) == []
+def test_violation_share_judges_windows_from_30_s_with_enough_samples() -> None:
+    rows = [(0, 50, 900.0, 0.0), (3, 50, 900.0, 0.0), (4, 4, 900.0, 0.0), (5, 50, 100.0, 0.0)]
+    assert violation_share(rows, 500.0) == (0.5, 2)
+
+
+def test_frontier_at_budget_is_the_best_efficiency_within_the_budget() -> None:
+    points = [(0.0, 0.80), (0.035, 0.91), (0.053, 0.94), (0.12, 0.97)]
+    assert frontier_at(points, 0.05) == pytest.approx(0.91)
+    assert frontier_at(points, 0.10) == pytest.approx(0.94)
+    assert frontier_at([(0.02, 0.5)], 0.01) is None
+
+
+def test_t90_is_exempt_where_a_window_holds_under_100_samples() -> None:
+    assert t90_exempt(Capacity(((0.0, 3.4),)))
+    assert not t90_exempt(Capacity(((0.0, 145.0),)))
+    assert not t90_exempt(Capacity(((0.0, 145.0), (150.0, 0.0), (170.0, 145.0))))
+
+
+def test_goal_figures_derive_from_the_budget_and_the_frontier() -> None:
+    goal = Goal(0.01, 0.80)
+    assert goal.max_violations == pytest.approx(0.03)
+    assert goal.min_efficiency == pytest.approx(0.75)
+    assert goal.reach == pytest.approx(0.72)
+
+
+def _m(v: float, e: float, t90: float | None = 40.0, collapses: int = 0) -> SuiteMetrics:
+    return SuiteMetrics(v, 57, 0.0, e, t90, (30.0,), collapses, 1.0)
+
+
+def test_misses_judges_violations_and_efficiency_on_the_mean_over_seeds() -> None:
+    goal = Goal(0.05, 0.92)
+    # One seed at 9 % violations, the mean 6 %: within B + 2 points.
+    assert misses([_m(0.09, 0.90), _m(0.03, 0.86), _m(0.06, 0.88)], goal) == []
+    assert misses([_m(0.09, 0.85), _m(0.07, 0.86)], goal) == ["violations", "efficiency"]
+
+
+def test_misses_judges_t90_recovery_collapses_and_errors_on_every_seed() -> None:
+    goal = Goal(0.05, 0.92, has_events=True, has_cliff=True)
+    bad = SuiteMetrics(0.02, 57, 0.01, 0.9, 90.0, (None,), 3, 1.0)
+    assert misses([_m(0.02, 0.9), bad], goal) == ["t90", "recovery", "collapses", "errors"]
+
+
+def test_misses_leaves_out_t90_where_the_plant_is_exempt() -> None:
+    assert misses([_m(0.02, 0.9, t90=None)], Goal(0.05, 0.92, t90_exempt=True)) == []
+
+
+def test_misses_judges_no_efficiency_where_no_fixed_rate_keeps_the_budget() -> None:
+    assert misses([_m(0.02, 0.3)], Goal(0.01, None)) == []
+    assert misses([_m(0.05, 0.3)], Goal(0.01, None)) == ["violations"]
+
+
+def test_without_a_measured_frontier_the_efficiency_floor_is_90_percent() -> None:
+    goal = Goal(0.05, None, measured_frontier=False)
+    assert misses([_m(0.02, 0.89)], goal) == ["efficiency"]
+    assert goal.reach == pytest.approx(0.9)

@@ -1,0 +1,171 @@
+r"""Capacity at the SLO: the rate at which the exceedance reaches the SLO's quantile, with
+a 90 % confidence interval, from the counts at every rate visited (pure).
+
+For each countable SLO (``ledger.Criterion``) and each rate :math:`r_i` the run held, the
+ledger's pooled counts give :math:`N_i` samples sent at :math:`r_i`, :math:`K_i` over the
+threshold, and the dispersion :math:`φ_i` of the windows' counts (``evidence.pool``). The
+capacity is the rate where the exceedance probability q(r) reaches the share the SLO
+allows, a (5 % for p95, the error-rate limit for errors): at that rate the p95 of every
+sample sent equals T, which is how a fixed-rate sweep measures λ*.
+
+* **Rates that count**: those with :math:`N_i a \ge 5` (five exceedances expected at
+  the allowance; fewer cannot show q = a).
+* **Point estimate.** :math:`\hat q_i = K_i/N_i`, made non-decreasing in r
+  (a running maximum: more load never lowers the exceedance), and the first crossing of a
+  interpolated linearly in :math:`(\ln r, \ln q)` between the two rates around it.
+* **Interval.** A parametric bootstrap: each draw takes
+  :math:`q_i \sim \mathrm{Beta}(K_i/φ_i + ½, (N_i - K_i)/φ_i + ½)` (the Jeffreys posterior
+  with the effective sample size :math:`N_i/φ_i`), and repeats the crossing; the 5th and
+  95th percentiles of the draws are the 90 % interval. The generator's seed is fixed, so
+  the same counts give the same interval (a run is replayable).
+* **Status.** ``estimated`` when the point estimate crosses and 95 % of the draws cross
+  inside the rates visited; ``lower_bound`` when the knee was not reached: no rate's
+  exceedance is shown above a, and the answer is one-sided, "capacity above r", r the
+  highest rate whose 95 % upper bound of q is below a; ``unknown`` with no evidence.
+  The binding SLO is the one whose capacity is lowest.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from loadguard.evidence import pool
+from loadguard.exceedance import CONFIDENCE, jeffreys
+from loadguard.ledger import Criterion
+
+I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
+
+#: Bootstrap draws: the 5 % tails of 1,000 draws hold 50 each.
+DRAWS = 1000
+#: A rate enters the curve once it holds this many exceedances at the allowance
+#: (N a >= 5: the count at q = a is then told from 0, as in a chi-square cell).
+MIN_EXPECTED = 5.0
+
+
+@dataclass(frozen=True)
+class CapacityEstimate:
+    status: str  # "estimated" | "lower_bound" | "unknown"
+    rps: float | None
+    ci90_rps: tuple[float, float] | None
+    metric: str | None
+    note: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "rps": None if self.rps is None else round(self.rps, 3),
+            "ci90_rps": None
+            if self.ci90_rps is None
+            else [round(self.ci90_rps[0], 3), round(self.ci90_rps[1], 3)],
+            "metric": self.metric,
+            "note": self.note,
+        }
+
+
+UNKNOWN = CapacityEstimate("unknown", None, None, None, "no rate was held long enough to judge")
+
+
+def _crossing(rates: F64, q: F64, allowed: float) -> F64:
+    """Per row of ``q`` (draws x rates, rates ascending): the rate where the running max
+    of q first reaches ``allowed``, log-log interpolated; NaN where it never does, -inf
+    where the lowest rate already does."""
+    mono = np.maximum.accumulate(q, axis=1)
+    over = mono >= allowed
+    first = np.argmax(over, axis=1)
+    crossed = over.any(axis=1)
+    out = np.full(q.shape[0], np.nan)
+    ln_r, ln_a = np.log(rates), math.log(allowed)
+    for i in np.nonzero(crossed)[0]:
+        j = int(first[i])
+        if j == 0:
+            out[i] = -np.inf
+            continue
+        q1, q2 = max(mono[i, j - 1], 1e-12), mono[i, j]
+        frac = 1.0 if q2 <= q1 else (ln_a - math.log(q1)) / (math.log(q2) - math.log(q1))
+        out[i] = math.exp(ln_r[j - 1] + frac * (ln_r[j] - ln_r[j - 1]))
+    return out
+
+
+def estimate(
+    by_rate: Sequence[tuple[float, I64]],
+    criteria: tuple[Criterion, ...],
+    window_ms: int,
+    confidence: float = CONFIDENCE,
+) -> CapacityEstimate:
+    """The capacity from the ledger's ``by_rate`` rows (module doc)."""
+    if not by_rate or not criteria:
+        return UNKNOWN
+    evidence = [pool([rows], criteria, rate, window_ms, confidence) for rate, rows in by_rate]
+    kept = [(r, ev) for (r, _rows), ev in zip(by_rate, evidence, strict=True) if ev.samples]
+    if not kept:
+        return UNKNOWN
+    rates = np.array([r for r, _ in kept])
+    rng = np.random.default_rng(20261201)
+    best: CapacityEstimate | None = None
+    lower: list[tuple[float, str]] = []
+    for j, crit in enumerate(criteria):
+        preds = [ev.predictions[j] if j < len(ev.predictions) else None for _, ev in kept]
+        if any(p is None for p in preds):
+            continue
+        n = np.array([p.samples for p in preds], np.float64)  # type: ignore[union-attr]
+        k = np.array([p.exceed for p in preds], np.float64)  # type: ignore[union-attr]
+        phi = np.array([p.dispersion.estimate for p in preds])  # type: ignore[union-attr]
+        a = crit.allowed if crit.allowed > 0 else 0.5 / max(float(n.max()), 1.0)
+        # a rate can show q = a only with about 5 exceedances expected there
+        enough = n * a >= MIN_EXPECTED
+        if not enough.any():
+            continue
+        rates_j, n, k, phi = rates[enough], n[enough], k[enough], phi[enough]
+        point = _crossing(rates_j, (k / n)[None, :], a)[0]
+        if math.isnan(point):
+            # the knee was not reached: the highest rate shown under the allowance
+            shown = [
+                r for r, ni, ki, fi in zip(rates_j, n, k, phi, strict=True)
+                if jeffreys(ki / fi, ni / fi, confidence)[1] < a
+            ]  # fmt: skip
+            if shown:
+                lower.append((max(shown), crit.metric))
+            continue
+        draws = rng.beta(
+            (k / phi + 0.5)[None, :].repeat(DRAWS, 0),
+            ((n - k) / phi + 0.5)[None, :].repeat(DRAWS, 0),
+        )
+        cross = _crossing(rates_j, draws, a)
+        inside = np.isfinite(cross)
+        if point == -np.inf:
+            cand = CapacityEstimate(
+                "estimated", float(rates_j[0]), (0.0, float(rates_j[0])), crit.metric,
+                f"over the SLO already at the lowest rate held, {rates_j[0]:.4g} req/s",
+            )  # fmt: skip
+        else:
+            finite = cross[inside]
+            delta = (1.0 - confidence) / 2.0
+            if inside.mean() < 1.0 - delta or len(finite) == 0:
+                lo = float(np.quantile(finite, delta)) if len(finite) else float(point)
+                cand = CapacityEstimate(
+                    "estimated", float(point), (lo, float(rates_j[-1])), crit.metric,
+                    "the interval's top is the highest rate held: the knee is not pinned",
+                )  # fmt: skip
+            else:
+                lo, hi = np.quantile(finite, [delta, 1.0 - delta])
+                cand = CapacityEstimate(
+                    "estimated", float(point), (float(lo), float(hi)), crit.metric, None
+                )
+        if best is None or (cand.rps or 0.0) < (best.rps or 0.0):
+            best = cand
+    if best is not None:
+        return best
+    if lower:
+        rate, metric = min(lower)
+        return CapacityEstimate(
+            "lower_bound", float(rate), None, metric,
+            f"capacity above {rate:.4g} req/s: the knee was not reached",
+        )  # fmt: skip
+    return UNKNOWN

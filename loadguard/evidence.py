@@ -1,0 +1,112 @@
+r"""Evidence at one rate: the ledger's sub-window rows pooled into a prediction per SLO.
+
+For the rows :math:`(n_i, \max_i, k_{i,1..C})` of the mature sub-windows sent at one rate
+(``loadguard.ledger``), leaving out *stalls* (a sub-window holding a sample that took a
+whole window W or more: the target hung, or a backlog from earlier swamps it, which is
+no verdict on the rate): per criterion j, the pooled :math:`N = \sum n_i`,
+:math:`K_j = \sum k_{i,j}`, the dispersion of whole windows from whole-window sums and
+from the sub-windows (``exceedance.combine_dispersion``), and the predicted share of
+violating windows ``exceedance.predict`` for windows of :math:`n_W = r W` samples (the
+share of them a label rule matches, for a label rule).
+
+The share over every criterion is bounded by the union bound: :math:`V \le \sum_j V_j`
+(upper, and the point estimate); the lower bound is :math:`\max_j V_{j,lo}`. A label
+rule is judged on the pooled samples of the labels it matches, its windows holding the
+share of the rate those labels carry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from loadguard.exceedance import (
+    CONFIDENCE,
+    Prediction,
+    combine_dispersion,
+    pearson_dispersion,
+    predict,
+)
+from loadguard.ledger import COL_MAX, COL_N, PARTS, Criterion, rows_to_windows
+
+I64 = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    rate: float
+    samples: int
+    subwindows: int
+    stalls: int
+    predictions: tuple[Prediction, ...]
+
+    @property
+    def share(self) -> float:
+        return min(1.0, sum(p.share for p in self.predictions))
+
+    @property
+    def share_hi(self) -> float:
+        return min(1.0, sum(p.share_hi for p in self.predictions))
+
+    @property
+    def share_lo(self) -> float:
+        return max((p.share_lo for p in self.predictions), default=0.0)
+
+    def binding(self) -> int | None:
+        """The criterion with the largest predicted share."""
+        if not self.predictions:
+            return None
+        return max(range(len(self.predictions)), key=lambda j: self.predictions[j].share_hi)
+
+
+def pool(
+    rows: list[I64],
+    criteria: tuple[Criterion, ...],
+    rate: float,
+    window_ms: int,
+    confidence: float = CONFIDENCE,
+    parts: int = PARTS,
+) -> Evidence:
+    """Pool the sub-window rows of several epochs at ``rate`` (each list element one
+    epoch's consecutive rows, so whole windows never straddle two epochs)."""
+    kept: list[I64] = []
+    stalls = 0
+    for block in rows:
+        if block.shape[0] == 0:
+            continue
+        stall = block[:, COL_MAX] >= window_ms
+        stalls += int(stall.sum())
+        kept.append(block[~stall])
+    if not kept:
+        return Evidence(rate, 0, 0, stalls, ())
+    flat = np.vstack(kept)
+    total_n = int(flat[:, COL_N].sum())
+    if total_n == 0:
+        return Evidence(rate, 0, 0, stalls, ())
+    window_n = max(1, round(rate * window_ms / 1000.0))
+    wholes = np.vstack([rows_to_windows(b, parts) for b in kept])
+    preds: list[Prediction] = []
+    for j, crit in enumerate(criteria):
+        n_col, k_col = 2 + 2 * j, 3 + 2 * j
+        n_total = int(flat[:, n_col].sum())
+        k_total = int(flat[:, k_col].sum())
+        if n_total == 0:
+            continue
+        n_f = flat[:, n_col].astype(np.float64)
+        k_f = flat[:, k_col].astype(np.float64)
+        parts_disp = pearson_dispersion(n_f, k_f, confidence)
+        whole_disp = None
+        if wholes.shape[0] >= 2:
+            whole_disp = pearson_dispersion(
+                wholes[:, n_col].astype(np.float64), wholes[:, k_col].astype(np.float64),
+                confidence,
+            )  # fmt: skip
+        disp = combine_dispersion(whole_disp, parts_disp, parts)
+        # a label rule's windows hold the share of the rate that its labels carry
+        n_w = max(1, round(window_n * n_total / total_n))
+        preds.append(
+            predict(n_total, k_total, disp, n_w, crit.allowed, crit.percentile, confidence)
+        )
+    return Evidence(rate, total_n, int(flat.shape[0]), stalls, tuple(preds))

@@ -1,0 +1,277 @@
+r"""The exceedance ledger: every sample counted against the rate in force when it was sent.
+
+A window keyed on completion time mixes rates: after a change it holds samples sent
+under the old rate, and a backlog sent earlier shows up as the new rate's latency. The
+ledger keys on the *send* time instead. JMeter's ``timeStamp`` is a sample's start, and
+a rate pushed at wall time :math:`t_p` is in force from :math:`t_p + L` (L, the
+actuation lag), so the rates form *epochs* :math:`[t_p + L, t_{p'} + L)` and a sample
+sent at s belongs to the epoch that holds s. Within an epoch the samples are counted per
+*sub-window* of length :math:`w = W/s` (s = ``PARTS``) from the epoch's start: the
+sample count n, the count over each criterion's threshold (``Criterion``: a percentile,
+max or error-rate SLO, overall or for the labels a ``[[slo.label]]`` rule matches,
+pooled), and the largest elapsed time.
+
+A sub-window :math:`[a, a + w)` is *mature* once the newest completion seen is past
+:math:`a + w + T_{max} + w`: a sample sent in it has by then either completed or been
+running for more than :math:`T_{max}` (so it is over every latency threshold, and, with
+the w of slack, most such samples have completed and been counted). Only mature
+sub-windows are evidence.
+
+Successful completions are also counted by completion time in bins of w aligned to the
+first epoch: the *delivered* rate (TCP BBR's delivery rate: past capacity it is the
+capacity; a failure answered at once by a full queue delivers nothing).
+
+Memory: one row of ``2 + 2C`` integers per sub-window of the run (a 10 s window and 4
+parts: 1,440 rows an hour) plus one count per completion bin: O(run length / w), never
+O(samples). The ledger is fed by the loop (``add``, ``rate_in_force``) like the
+``Window``; the policy reads an immutable ``LedgerView`` in the observation.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from loadguard.jtl.sample import SampleBatch
+from loadguard.rate import same_rate
+
+I64 = npt.NDArray[np.int64]
+
+#: Sub-windows per window. The Pearson dispersion statistic wants about 5 expected counts
+#: per cell; at ``min_samples`` = 20 per window (the default) a quarter holds 5.
+PARTS = 4
+
+#: Columns of a sub-window row before the criteria's counts.
+COL_N, COL_MAX = 0, 1
+
+_PERCENTILE_METRICS = {"p50_ms": 0.50, "p90_ms": 0.90, "p95_ms": 0.95, "p99_ms": 0.99}
+
+
+@dataclass(frozen=True, slots=True)
+class Criterion:
+    """A countable SLO: at most ``allowed`` of a window's samples over ``threshold_ms``
+    (latency) or failed (``metric == "error_rate"``), for the samples ``pattern``
+    matches (``None``: all)."""
+
+    metric: str
+    allowed: float
+    threshold_ms: float | None
+    pattern: str | None = None
+
+    @property
+    def percentile(self) -> bool:
+        return self.metric != "error_rate"
+
+    @property
+    def name(self) -> str:
+        return self.metric if self.pattern is None else f"label~{self.pattern}:{self.metric}"
+
+
+def criteria_of(spec: object) -> tuple[Criterion, ...]:
+    """The countable SLOs of an ``SloSpec`` (a mean SLO is not a count: it is left to the
+    window's zone)."""
+    out: list[Criterion] = []
+    scopes: list[tuple[str | None, tuple[object, ...]]] = [(None, tuple(spec.limits))]  # type: ignore[attr-defined]
+    for rule in spec.labels:  # type: ignore[attr-defined]
+        scopes.append((rule.pattern, tuple(rule.thresholds)))
+    for pattern, limits in scopes:
+        for t in limits:
+            metric, limit = t.metric, t.limit  # type: ignore[attr-defined]
+            if metric in _PERCENTILE_METRICS:
+                out.append(Criterion(metric, 1.0 - _PERCENTILE_METRICS[metric], limit, pattern))
+            elif metric == "max_ms":
+                out.append(Criterion(metric, 0.0, limit, pattern))
+            elif metric == "error_rate":
+                out.append(Criterion(metric, limit, None, pattern))
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class EpochView:
+    """One rate's epoch: ``rows`` holds its mature sub-windows (``COL_N``, ``COL_MAX``,
+    then per criterion j the samples it counts, column ``2 + 2j``, and those over its
+    threshold, ``3 + 2j``), ``starts_ms`` their send-time starts."""
+
+    rate: float
+    from_ms: int
+    to_ms: int | None
+    rows: I64
+    starts_ms: I64
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class LedgerView:
+    """What the policy reads: the epochs (oldest first), the delivered rate over the last
+    complete completion bin, and the ledger's geometry."""
+
+    criteria: tuple[Criterion, ...]
+    epochs: tuple[EpochView, ...]
+    window_ms: int
+    part_ms: int
+    lag_ms: int
+    delivered_rps: float | None
+    delivered_at_ms: int | None
+    watermark_ms: int | None
+
+    def current(self) -> EpochView | None:
+        return self.epochs[-1] if self.epochs else None
+
+
+@dataclass
+class _Epoch:
+    rate: float
+    from_ms: int
+    rows: I64 = field(default_factory=lambda: np.zeros((0, 0), np.int64))
+
+
+class ExceedanceLedger:
+    def __init__(
+        self,
+        criteria: tuple[Criterion, ...],
+        window_ms: int,
+        lag_ms: int,
+        parts: int = PARTS,
+    ) -> None:
+        self.criteria = criteria
+        self.window_ms = int(window_ms)
+        self.part_ms = max(1, round(window_ms / parts))
+        self.lag_ms = int(lag_ms)
+        latency = [c.threshold_ms for c in criteria if c.threshold_ms is not None]
+        self.t_max_ms = max(latency) if latency else 0.0
+        self._cols = 2 + 2 * len(criteria)
+        self._epochs: list[_Epoch] = []
+        self._patterns = [None if c.pattern is None else re.compile(c.pattern) for c in criteria]
+        self._origin: int | None = None
+        self._bins: dict[int, int] = {}
+        self.watermark_ms: int | None = None
+
+    # ---------------------------------------------------------------- feeding
+    def rate_in_force(self, rate: float, pushed_at_ms: int) -> None:
+        """A rate pushed at wall time ``pushed_at_ms`` (the first call: the start rate,
+        in force from then). Its epoch starts one actuation lag later."""
+        start = int(pushed_at_ms) + (self.lag_ms if self._epochs else 0)
+        if self._epochs and same_rate(self._epochs[-1].rate, rate):
+            return
+        if self._epochs and start <= self._epochs[-1].from_ms:
+            # two pushes within one lag: the earlier never took effect
+            self._epochs[-1].rate = rate
+            return
+        self._epochs.append(_Epoch(rate, start, np.zeros((0, self._cols), np.int64)))
+        if self._origin is None:
+            self._origin = start
+
+    def add(self, batch: SampleBatch) -> None:
+        if len(batch) == 0 or not self._epochs:
+            return
+        start = batch.start_ms.astype(np.int64)
+        first = self._epochs[0]
+        if first.rows.shape[0] == 0 and len(self._epochs) == 1:
+            # the start rate is in force from the first sample on
+            first.from_ms = min(first.from_ms, int(start.min()))
+            self._origin = first.from_ms
+        elapsed = batch.elapsed_ms.astype(np.int64)
+        end = start + elapsed
+        newest = int(end.max())
+        self.watermark_ms = newest if self.watermark_ms is None else max(newest, self.watermark_ms)
+        # completions by completion time, for the delivered rate
+        assert self._origin is not None
+        ok_end = end[batch.success]
+        bins, counts = np.unique((ok_end - self._origin) // self.part_ms, return_counts=True)
+        for b, c in zip(bins.tolist(), counts.tolist(), strict=True):
+            self._bins[b] = self._bins.get(b, 0) + c
+        froms = np.array([e.from_ms for e in self._epochs], np.int64)
+        which = np.maximum(np.searchsorted(froms, start, side="right") - 1, 0)
+        counted = np.ones((len(batch), len(self.criteria)), np.int64)
+        exceed = np.zeros((len(batch), len(self.criteria)), np.int64)
+        labels = batch.label
+        for j, (crit, pattern) in enumerate(zip(self.criteria, self._patterns, strict=True)):
+            hit = ~batch.success if crit.threshold_ms is None else elapsed > crit.threshold_ms
+            if pattern is not None:
+                match = np.fromiter(
+                    (pattern.search(str(x)) is not None for x in labels), bool, len(labels)
+                )
+                counted[:, j] = match
+                hit = hit & match
+            exceed[:, j] = hit
+        for e_idx in np.unique(which).tolist():
+            sel = which == e_idx
+            epoch = self._epochs[e_idx]
+            sub = (start[sel] - epoch.from_ms) // self.part_ms
+            sub = np.maximum(sub, 0)
+            size = int(sub.max()) + 1
+            if epoch.rows.shape[0] < size:
+                grown = np.zeros((size, self._cols), np.int64)
+                grown[: epoch.rows.shape[0]] = epoch.rows
+                epoch.rows = grown
+            np.add.at(epoch.rows[:, COL_N], sub, 1)
+            np.maximum.at(epoch.rows[:, COL_MAX], sub, elapsed[sel])
+            for j in range(len(self.criteria)):
+                np.add.at(epoch.rows[:, 2 + 2 * j], sub, counted[sel, j])
+                np.add.at(epoch.rows[:, 3 + 2 * j], sub, exceed[sel, j])
+
+    # ---------------------------------------------------------------- reading
+    def mature_before_ms(self) -> int | None:
+        """Sub-windows ending at or before this send time are mature."""
+        if self.watermark_ms is None:
+            return None
+        return int(self.watermark_ms - self.t_max_ms - self.part_ms)
+
+    def view(self, now_ms: int) -> LedgerView:
+        cut = self.mature_before_ms()
+        epochs: list[EpochView] = []
+        for i, e in enumerate(self._epochs):
+            to = self._epochs[i + 1].from_ms if i + 1 < len(self._epochs) else None
+            starts = e.from_ms + self.part_ms * np.arange(e.rows.shape[0], dtype=np.int64)
+            ends = starts + self.part_ms
+            if to is not None:
+                ends = np.minimum(ends, to)
+            keep = np.zeros(len(starts), bool) if cut is None else ends <= cut
+            epochs.append(EpochView(e.rate, e.from_ms, to, e.rows[keep].copy(), starts[keep]))
+        delivered, at = self._delivered(now_ms)
+        return LedgerView(
+            self.criteria,
+            tuple(epochs),
+            self.window_ms,
+            self.part_ms,
+            self.lag_ms,
+            delivered,
+            at,
+            self.watermark_ms,
+        )
+
+    def _delivered(self, now_ms: int) -> tuple[float | None, int | None]:
+        """Completions per second over the last completion bin that has ended (by the
+        newest completion seen), and that bin's end."""
+        if self._origin is None or self.watermark_ms is None:
+            return None, None
+        last = (self.watermark_ms - self._origin) // self.part_ms - 1
+        if last < 0:
+            return None, None
+        count = self._bins.get(int(last), 0)
+        return count / (self.part_ms / 1000.0), int(self._origin + (last + 1) * self.part_ms)
+
+    def by_rate(self, now_ms: int) -> list[tuple[float, I64]]:
+        """Every mature sub-window row, grouped by rate (ascending): for the capacity
+        estimate."""
+        groups: dict[float, list[I64]] = {}
+        for e in self.view(now_ms).epochs:
+            if e.rows.shape[0] == 0:
+                continue
+            key = next((r for r in groups if same_rate(r, e.rate)), e.rate)
+            groups.setdefault(key, []).append(e.rows)
+        return [(r, np.vstack(rows)) for r, rows in sorted(groups.items())]
+
+
+def rows_to_windows(rows: I64, parts: int) -> I64:
+    """Whole windows from consecutive sub-window rows (sums of ``parts`` rows; a partial
+    tail group is dropped; the max column takes the max)."""
+    m = rows.shape[0] // parts
+    if m == 0:
+        return np.zeros((0, rows.shape[1]), np.int64)
+    cut = rows[: m * parts].reshape(m, parts, rows.shape[1])
+    out: I64 = cut.sum(axis=1)
+    out[:, COL_MAX] = cut[:, :, COL_MAX].max(axis=1)
+    return out

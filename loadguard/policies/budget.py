@@ -1,0 +1,343 @@
+r"""The controller by counting: hold the highest rate whose predicted share of violating
+windows stays within the user's violation budget B.
+
+Input: the exceedance ledger's view (``Observation.ledger``): every sample attributed to
+the rate in force when it was *sent*, counted per quarter window against each SLO's
+threshold. At the rate in force r, ``loadguard.evidence.pool`` turns the mature quarters
+sent under r (since the last evidence reset) into a predicted share of violating
+windows :math:`V(r)` with bounds :math:`[V_{lo}, V_{hi}]` at 90 % confidence
+(``loadguard.exceedance``: the beta-binomial of the counts measured at r, the binomial
+its floor). Then, every tick:
+
+* **within budget**, :math:`V_{hi} < B`: r becomes the *floor* f (the highest rate shown
+  within budget) and the rate rises. Without a ceiling, by the ramp factor ρ (slow start:
+  with nothing over budget yet, no curve says how far the knee is), or less where the
+  measured exceedance curve says so (below). With a ceiling c, to the target below c
+  (at most the geometric midpoint :math:`\sqrt{rc}`); a rise smaller than the count's own
+  noise, :math:`ε = 1/\sqrt{r W}`, is not taken (the bracket is resolved).
+* **over budget**, :math:`V_{lo} > B`: r becomes the ceiling c (the lowest rate shown over
+  budget; a floor at or above it is dropped: the capacity fell). If a queue grows -- the
+  delivered rate X (completions per second over the last quarter, ``LedgerView``) is
+  below :math:`r (1 - 3/\sqrt{r w})` (three Poisson sigmas) -- r is past capacity and,
+  past capacity, the delivery rate *is* the capacity (TCP BBR): the cut goes to
+  :math:`X - Q/W`, Q the backlog by Little's law (:math:`Q = X (R - R_0)`, R the
+  window's mean response time, :math:`R_0` the lowest seen), which drains it in about
+  one window; the policy holds that for W + L, and up to one window more while more
+  is delivered than sent (:math:`X > r (1 + 3/\sqrt{r w})`: the backlog still drains),
+  then returns to the setpoint (the target below c). Otherwise the rate goes down to
+  the target between f and r.
+* **undecided**: HOLD. Evidence accumulates (pooled over every sample sent at r), the
+  bounds narrow, and that is where the time goes near the knee.
+
+**The target.** With :math:`q_B` the exceedance probability at which V = B for windows of
+:math:`rW` samples at the measured dispersion (``exceedance.q_at_share``), and
+:math:`(r_1, q_1), (r_2, q_2)` two rates' pooled exceedance shares of the binding SLO, the
+secant of :math:`\ln q` against :math:`\ln r` gives
+
+.. math::
+
+    \ln r_B = \ln r_1 + \frac{\ln q_B - \ln q_1}{\ln q_2 - \ln q_1} (\ln r_2 - \ln r_1).
+
+Between f and c (interpolation), :math:`\ln q` being convex in :math:`\ln r` near a knee,
+the secant lies above the curve, so :math:`r_B` errs low (safe); above the highest rate
+measured (extrapolation from the floor's neighbours) it errs high, so a rise is never more
+than ρ. A share of 0 counts as half a sample (:math:`q \ge 1/(2N)`).
+
+**No creep on a timer.** The ceiling is lifted only on evidence that the headroom changed:
+at the rate held below c, the upper bound of the recent share (the last two windows'
+worth of quarters) has fallen below the lower bound of the first share measured there by
+more than c was over budget, :math:`\ln q_{lo,ref} - \ln q_{hi,recent} > \ln(q_c/q_B(c))`
+(the curve fell by more than the margin: a service that warmed up, an outage that
+ended). The probe that follows a lift goes at most half a ramp step (:math:`\sqrt{ρ}`)
+past the old ceiling. A lift, a delivery cut and the end of a drain reset the evidence
+(older samples described another plant).
+
+*Slow start.* Until some rate has been shown over budget, a rise needs only the point
+estimate V < B (with at least ``min_samples`` samples at r): a step that proves too high
+costs one cut, and the upper bound at a few dozen samples of a 1 % error SLO (one error
+in a window of 50 violates it) would hold a 5 req/s start for minutes. A floor shown
+this way is tentative; over budget, only a floor shown by the upper bound survives.
+
+Parameters: ``budget`` B and ``window_ms`` W come from the SLO (``--violation-budget``,
+``--window``), ``lag_ms`` L from the actuation lag; ``confidence`` (0.9) is that of the
+reported capacity interval; ``ramp_factor`` ρ (2, the guard's largest rise) is the slow
+start's step. Each update ends in the clamp :math:`r' \in [r/ρ, ρ r]`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from loadguard.errors import PolicyError
+from loadguard.evidence import Evidence, pool
+from loadguard.exceedance import CONFIDENCE, q_at_share
+from loadguard.ledger import PARTS, LedgerView
+from loadguard.observation import Observation
+from loadguard.policies.base import Decision, decide, hold, same_rate
+from loadguard.slo import DEFAULT_VIOLATION_BUDGET
+
+
+@dataclass
+class BudgetPolicy:
+    #: The ledger attributes samples by send time, so the Settling guard's wait for a
+    #: clean completion window is not needed (build_policy leaves it out).
+    judges_by_send_time: ClassVar[bool] = True
+
+    budget: float = DEFAULT_VIOLATION_BUDGET
+    window_ms: int = 10_000
+    lag_ms: int = 2000
+    min_samples: int = 20
+    confidence: float = CONFIDENCE
+    ramp_factor: float = 2.0
+    name: str = "budget"
+
+    floor: float | None = field(default=None, init=False)
+    #: the floor was shown by the upper bound (else by the slow start's point estimate)
+    floor_confirmed: bool = field(default=False, init=False)
+    ceiling: float | None = field(default=None, init=False)
+    #: ln(q/q_B) at the ceiling when it was set: how far over budget it was
+    ceiling_margin: float | None = field(default=None, init=False)
+    #: (rate, q) where the policy first held below the ceiling: the reference for a shift
+    reference: tuple[float, float] | None = field(default=None, init=False)
+    #: the ceiling last lifted: the next probe goes at most half a ramp step past it
+    lifted: float | None = field(default=None, init=False)
+    since_ms: int = field(default=0, init=False)
+    drain_until_ms: int | None = field(default=None, init=False)
+    min_mean_ms: float | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.budget < 1.0:
+            raise PolicyError(f"budget budget must be in (0, 1), got {self.budget}")
+        if not 0.5 <= self.confidence < 1.0:
+            raise PolicyError(f"budget confidence must be in [0.5, 1), got {self.confidence}")
+        if self.ramp_factor <= 1.0:
+            raise PolicyError(f"budget ramp_factor must be > 1, got {self.ramp_factor}")
+        if self.window_ms <= 0:
+            raise PolicyError("budget window_ms must be > 0")
+
+    # ------------------------------------------------------------------ evidence
+    def _evidence(self, view: LedgerView, rate: float, since_ms: int) -> Evidence:
+        blocks = [
+            e.rows[e.starts_ms >= since_ms]
+            for e in view.epochs
+            if same_rate(e.rate, rate) and e.rows.shape[0]
+        ]
+        return pool(blocks, view.criteria, rate, self.window_ms, self.confidence)
+
+    def _recent(self, view: LedgerView, rate: float) -> Evidence:
+        cur = view.current()
+        if cur is None or not same_rate(cur.rate, rate):
+            return Evidence(rate, 0, 0, 0, ())
+        rows = cur.rows[cur.starts_ms >= self.since_ms][-2 * PARTS :]
+        return pool([rows], view.criteria, rate, self.window_ms, self.confidence)
+
+    def _curve(self, view: LedgerView, j: int) -> list[tuple[float, float, int]]:
+        """(rate, q, N) of criterion j at every rate visited since the evidence reset."""
+        rates: list[float] = []
+        for e in view.epochs:
+            if e.rows.shape[0] and not any(same_rate(r, e.rate) for r in rates):
+                rates.append(e.rate)
+        out = []
+        for r in sorted(rates):
+            ev = self._evidence(view, r, self.since_ms)
+            if ev.samples and j < len(ev.predictions):
+                p = ev.predictions[j]
+                out.append((r, max(p.q, 0.5 / p.samples), p.samples))
+        return out
+
+    def _q_budget(self, ev: Evidence, j: int, rate: float, view: LedgerView) -> float:
+        p = ev.predictions[j]
+        crit = view.criteria[j]
+        n_w = max(1, round(rate * self.window_ms / 1000.0))
+        return q_at_share(n_w, p.dispersion.estimate, crit.allowed, crit.percentile, self.budget)
+
+    @staticmethod
+    def _secant(a: tuple[float, float], b: tuple[float, float], q_b: float) -> float | None:
+        (r1, q1), (r2, q2) = a, b
+        if r2 <= r1 or q2 <= q1:
+            return None
+        slope = (math.log(q2) - math.log(q1)) / (math.log(r2) - math.log(r1))
+        return math.exp(math.log(r1) + (math.log(q_b) - math.log(q1)) / slope)
+
+    # ------------------------------------------------------------------ decide
+    def decide(self, obs: Observation, rate: float) -> Decision:
+        view = obs.ledger
+        if view is None:
+            return hold(obs, rate, "no_data")
+        mean = obs.stats.overall.mean_ms
+        if mean is not None and obs.stats.overall.count >= 1:
+            self.min_mean_ms = mean if self.min_mean_ms is None else min(self.min_mean_ms, mean)
+        now = view.watermark_ms if view.watermark_ms is not None else obs.now_ms
+        if self.drain_until_ms is not None:
+            x = view.delivered_rps
+            noise = 3.0 / math.sqrt(max(rate * view.part_ms / 1000.0, 1.0))
+            draining = x is not None and x > rate * (1.0 + noise)
+            if now < self.drain_until_ms or (
+                draining and now < self.drain_until_ms + self.window_ms
+            ):
+                return hold(obs, rate, "drain", drain_until_ms=self.drain_until_ms)
+            self.drain_until_ms = None
+            self.since_ms = now
+            target = self._setpoint(view, rate)
+            return self._move(obs, rate, target, "return")
+        ev = self._evidence(view, rate, self.since_ms)
+        if ev.samples < self.min_samples or not ev.predictions:
+            return hold(obs, rate, "settling")
+        detail = self._detail(ev)
+        if ev.share_lo > self.budget:
+            return self._over(obs, rate, ev, view, detail)
+        # Slow start: with no rate over budget yet, a step that proves too high costs
+        # one cut, so the point estimate decides; near a ceiling, the upper bound does.
+        within = ev.share if self.ceiling is None else ev.share_hi
+        if within < self.budget:
+            return self._under(obs, rate, ev, view, detail)
+        return hold(obs, rate, "evidence", **detail)
+
+    def _detail(self, ev: Evidence) -> dict[str, float | str]:
+        return {
+            "predicted_violation_share": round(ev.share, 5),
+            "share_lo": round(ev.share_lo, 5),
+            "share_hi": round(ev.share_hi, 5),
+            "evidence_samples": ev.samples,
+            "floor": -1.0 if self.floor is None else round(self.floor, 3),
+            "ceiling": -1.0 if self.ceiling is None else round(self.ceiling, 3),
+        }
+
+    def _move(
+        self, obs: Observation, rate: float, target: float, reason: str, **detail: float | str
+    ) -> Decision:
+        new = min(max(target, rate / self.ramp_factor), rate * self.ramp_factor)
+        return decide(obs, rate, new, reason, **detail)
+
+    def _setpoint(self, view: LedgerView, rate: float) -> float:
+        """The target below the ceiling: the secant from the floor's evidence, else the
+        geometric midpoint of floor and ceiling, else the rate in force."""
+        if self.ceiling is None:
+            return rate
+        if self.floor is not None and self.floor < self.ceiling:
+            return math.sqrt(self.floor * self.ceiling)
+        return min(rate, self.ceiling / math.sqrt(self.ramp_factor))
+
+    def _over(
+        self,
+        obs: Observation,
+        rate: float,
+        ev: Evidence,
+        view: LedgerView,
+        detail: dict[str, float | str],
+    ) -> Decision:
+        j = ev.binding()
+        assert j is not None
+        q_b = self._q_budget(ev, j, rate, view)
+        curve = self._curve(view, j)
+        here = (rate, max(ev.predictions[j].q, 0.5 / ev.samples))
+        below = [(r, q) for r, q, _n in curve if r < rate * (1 - 1e-9)]
+        self.lifted = None
+        if self.ceiling is None or rate < self.ceiling:
+            self.ceiling = rate
+            self.ceiling_margin = max(0.0, math.log(here[1]) - math.log(max(q_b, 1e-12)))
+            self.reference = None
+        if self.floor is not None and (self.floor >= rate * (1 - 1e-9) or not self.floor_confirmed):
+            self.floor = None
+        x = view.delivered_rps
+        noise = 3.0 / math.sqrt(max(rate * view.part_ms / 1000.0, 1.0))
+        cur = view.current()
+        settled = (
+            cur is not None
+            and view.delivered_at_ms is not None
+            and view.delivered_at_ms - view.part_ms >= cur.from_ms
+        )
+        if x is not None and settled and x < rate * (1.0 - noise):
+            backlog = 0.0
+            mean = obs.stats.overall.mean_ms
+            if mean is not None and self.min_mean_ms is not None:
+                backlog = x * max(0.0, mean - self.min_mean_ms) / 1000.0
+            cut = x - backlog / (self.window_ms / 1000.0)
+            self.drain_until_ms = (view.watermark_ms or obs.now_ms) + self.window_ms + self.lag_ms
+            self.since_ms = self.drain_until_ms
+            if self.floor is not None and self.floor >= x:
+                self.floor = None
+            self.ceiling = min(self.ceiling, x)
+            return self._move(
+                obs, rate, cut, "delivery", delivered_rps=round(x, 3), backlog=round(backlog, 1),
+                **detail,
+            )  # fmt: skip
+        target = None
+        if below:
+            target = self._secant(below[-1], here, q_b)
+        if target is None or not target < rate:
+            target = (
+                self._setpoint(view, rate) if self.floor else rate / math.sqrt(self.ramp_factor)
+            )
+        if self.floor is not None:
+            target = max(target, self.floor)
+        target = min(target, rate * (1 - self._resolution(rate)))
+        return self._move(obs, rate, target, "over_budget", **detail)
+
+    def _resolution(self, rate: float) -> float:
+        return 1.0 / math.sqrt(max(rate * self.window_ms / 1000.0, 1.0))
+
+    def _under(
+        self,
+        obs: Observation,
+        rate: float,
+        ev: Evidence,
+        view: LedgerView,
+        detail: dict[str, float | str],
+    ) -> Decision:
+        j = ev.binding()
+        assert j is not None
+        confirmed = ev.share_hi < self.budget
+        if self.floor is None or rate > self.floor or (confirmed and not self.floor_confirmed):
+            self.floor, self.floor_confirmed = rate, confirmed
+        if self.ceiling is not None and self.floor >= self.ceiling:
+            self.floor, self.floor_confirmed = rate, confirmed
+        q_b = self._q_budget(ev, j, rate, view)
+        here = (rate, max(ev.predictions[j].q, 0.5 / ev.samples))
+        curve = self._curve(view, j)
+        if self.ceiling is not None and self._headroom_changed(view, rate, ev, j):
+            self.lifted = self.ceiling
+            self.ceiling = None
+            self.ceiling_margin = None
+            self.reference = None
+            cur = view.current()
+            self.since_ms = cur.from_ms if cur is not None else self.since_ms
+            detail["ceiling_lifted"] = "true"
+        if self.ceiling is None:
+            target = rate * self.ramp_factor
+            if self.lifted is not None:
+                target = min(target, max(self.lifted * math.sqrt(self.ramp_factor), rate))
+            below = [(r, q) for r, q, _n in curve if r < rate * (1 - 1e-9)]
+            if below:
+                guess = self._secant(below[-1], here, q_b)
+                if guess is not None and guess > rate:
+                    target = min(target, guess)
+            return self._move(obs, rate, target, "within_budget", **detail)
+        above = [(r, q) for r, q, _n in curve if r > rate * (1 + 1e-9)]
+        target = math.sqrt(rate * self.ceiling)
+        if above:
+            guess = self._secant(here, above[0], q_b)
+            if guess is not None:
+                target = min(target, guess)
+        if target <= rate * (1 + self._resolution(rate)):
+            return hold(obs, rate, "resolved", **detail)
+        return self._move(obs, rate, target, "within_budget", **detail)
+
+    def _headroom_changed(self, view: LedgerView, rate: float, ev: Evidence, j: int) -> bool:
+        """The exceedance curve fell by more than the ceiling was over budget: at the
+        rate held, the recent share's upper bound is below the reference share (the
+        first evidence at this rate after the ceiling was set) by the ceiling's margin."""
+        if self.ceiling is None or self.ceiling_margin is None:
+            return False
+        q_ref = max(ev.predictions[j].q_lo, 0.5 / ev.samples)
+        if self.reference is None or not same_rate(self.reference[0], rate):
+            self.reference = (rate, q_ref)
+            return False
+        recent = self._recent(view, rate)
+        if recent.samples == 0 or j >= len(recent.predictions):
+            return False
+        p = recent.predictions[j]
+        q_recent = max(p.q_hi, 0.5 / p.samples)
+        return math.log(self.reference[1]) - math.log(q_recent) > self.ceiling_margin

@@ -1,0 +1,155 @@
+"""The counting core: exceedance maths, the ledger's send-time attribution, pooling,
+the budget policy's delivery cut, the capacity interval and the INCONCLUSIVE verdict."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from loadguard.capacity import estimate
+from loadguard.evidence import pool
+from loadguard.exceedance import UNKNOWN_DISPERSION, predict, tail, violation_threshold
+from loadguard.jtl.sample import SampleBatch
+from loadguard.ledger import Criterion, ExceedanceLedger, criteria_of
+from loadguard.observation import Action
+from loadguard.policies import build_policy
+from loadguard.simulate.run import simulate
+from loadguard.simulate.scenario import Scenario
+from loadguard.slo import SloSpec
+from loadguard.target.distributions import ServiceDist
+
+P95 = Criterion("p95_ms", 0.05, 250.0)
+
+
+def _binom_sf(n: int, q: float, d: int) -> float:
+    return sum(math.comb(n, k) * q**k * (1 - q) ** (n - k) for k in range(d, n + 1))
+
+
+@pytest.mark.parametrize(("n", "q"), [(30, 0.03), (100, 0.02), (1000, 0.04)])
+def test_the_predicted_share_of_independent_samples_is_the_exact_binomial_tail(
+    n: int, q: float
+) -> None:
+    d, w = violation_threshold(n, 0.05, percentile=True)
+    exact = _binom_sf(n, q, d) + w * math.comb(n, d - 1) * q ** (d - 1) * (1 - q) ** (n - d + 1)
+    assert tail(n, q, 1.0, d, w) == pytest.approx(exact, rel=1e-9)
+
+
+@pytest.mark.parametrize("n", [20, 50, 137, 1000])
+def test_the_violation_threshold_matches_the_linear_percentile(n: int) -> None:
+    d, _w = violation_threshold(n, 0.05, percentile=True)
+    below, above = np.full(n, 100.0), 1000.0
+    certain = below.copy()
+    certain[n - d :] = above
+    assert np.percentile(certain, 95) > 250.0
+    one_fewer = below.copy()
+    one_fewer[n - d + 2 :] = above  # K = d - 2: never a violation
+    assert np.percentile(one_fewer, 95) <= 250.0
+
+
+def test_dispersion_raises_the_predicted_share_of_a_correlated_plant() -> None:
+    independent = tail(1300, 0.02, 1.0, *violation_threshold(1300, 0.05, True))
+    bursty = tail(1300, 0.02, 36.0, *violation_threshold(1300, 0.05, True))
+    assert independent < 1e-6 < 0.02 < bursty < 0.2
+
+
+def test_no_evidence_of_dispersion_bounds_the_share_by_markov() -> None:
+    p = predict(2000, 30, UNKNOWN_DISPERSION, 1000, 0.05, True)
+    assert p.share_lo <= p.share <= p.share_hi
+    assert p.share_hi <= 1000 * p.q_hi / (violation_threshold(1000, 0.05, True)[0] - 1) + 1e-12
+
+
+def _batch(starts: list[int], elapsed: list[int]) -> SampleBatch:
+    n = len(starts)
+    return SampleBatch.of(starts, elapsed, [True] * n, ["a"] * n)
+
+
+def test_a_sample_counts_against_the_rate_in_force_when_it_was_sent() -> None:
+    ledger = ExceedanceLedger((P95,), window_ms=10_000, lag_ms=1000)
+    ledger.rate_in_force(10.0, 0)
+    ledger.rate_in_force(20.0, 5000)  # in force from 6000
+    # sent at 5500 (old rate still in force) but slow: completes after the change
+    ledger.add(_batch([100, 5500, 6500], [50, 900, 50]))
+    ledger.add(_batch([40_000], [10]))  # moves the watermark: everything is mature
+    old, new = ledger.view(41_000).epochs
+    assert (old.rate, int(old.rows[:, 0].sum()), int(old.rows[:, 3].sum())) == (10.0, 2, 1)
+    # the sample sent at 6500; the one at 40 000 is the watermark, not yet mature
+    assert (new.rate, int(new.rows[:, 0].sum()), int(new.rows[:, 3].sum())) == (20.0, 1, 0)
+
+
+def test_a_backlog_sent_earlier_never_counts_against_a_new_rate() -> None:
+    ledger = ExceedanceLedger((P95,), window_ms=10_000, lag_ms=1000)
+    ledger.rate_in_force(50.0, 0)
+    ledger.rate_in_force(20.0, 10_000)
+    ledger.add(_batch(list(range(8000, 10_000, 20)), [3000] * 100))  # slow, sent at 50
+    ledger.add(_batch(list(range(11_000, 20_000, 50)), [40] * 180))
+    ledger.add(_batch([60_000], [1]))
+    new = ledger.view(61_000).epochs[-1]
+    assert new.rate == 20.0 and int(new.rows[:, 3].sum()) == 0
+
+
+def test_evidence_pools_every_window_sent_at_one_rate() -> None:
+    rows = [np.array([[100, 50, 100, 3], [100, 50, 100, 2]], np.int64)] * 3
+    ev = pool(rows, (P95,), rate=40.0, window_ms=10_000)
+    assert (ev.samples, ev.predictions[0].exceed, ev.subwindows) == (600, 15, 6)
+
+
+def test_a_stalled_subwindow_is_no_evidence() -> None:
+    rows = [np.array([[100, 50, 100, 3], [100, 12_000, 100, 90]], np.int64)]
+    ev = pool(rows, (P95,), rate=40.0, window_ms=10_000)
+    assert (ev.samples, ev.stalls) == (100, 1)
+
+
+def _mm8(duration: float, start: float = 5.0, seed: int = 1) -> Scenario:
+    return Scenario(
+        servers=8, service=ServiceDist("exp", 0.05), queue=200, duration_s=duration,
+        lag_s=2.0, tick_s=1.0, seed=seed, start_rate=start,
+    )  # fmt: skip
+
+
+SPEC = SloSpec.from_options(p95="250ms", error_rate="1%")
+
+
+def test_past_capacity_the_budget_policy_cuts_below_the_delivered_rate() -> None:
+    # 320 req/s on a plant that serves 160: the first verdict is a delivery cut
+    run = simulate(_mm8(40.0, start=320.0), SPEC, build_policy("budget", SPEC, lag_ms=2000))
+    cuts = [t.decision for t in run.ticks if t.decision.action is Action.DECREASE]
+    assert cuts and cuts[0].reason == "delivery"
+    delivered = float(cuts[0].detail["delivered_rps"])
+    assert delivered < 170.0 and cuts[0].new_rate <= delivered
+
+
+def test_a_run_that_never_reaches_the_knee_gives_a_lower_bound() -> None:
+    run = simulate(_mm8(40.0), SPEC, build_policy("knee", SPEC, lag_ms=2000))
+    assert run.ledger is not None
+    cap = estimate(run.ledger.by_rate(40_000), run.ledger.criteria, SPEC.window_ms)
+    assert cap.status == "lower_bound" and cap.rps is not None and cap.rps < 144.0
+    assert cap.note is not None and "not reached" in cap.note
+
+
+def test_the_capacity_interval_covers_a_known_lambda_star() -> None:
+    # synthetic counts from a known exceedance curve q(r) = 0.05 (r / 150)^12
+    rng = np.random.default_rng(7)
+    rates = np.array([60.0, 90.0, 120.0, 135.0, 145.0, 155.0, 165.0])
+    covered = 0
+    trials = 40
+    for _ in range(trials):
+        by_rate = []
+        for r in rates:
+            q = min(0.05 * (r / 150.0) ** 12, 1.0)
+            rows = []
+            for _w in range(24):  # 24 quarters: six windows per rate
+                n = int(rng.poisson(r * 2.5))
+                rows.append([n, 100, n, int(rng.binomial(n, q))])
+            by_rate.append((float(r), np.array(rows, np.int64)))
+        cap = estimate(by_rate, (P95,), 10_000)
+        assert cap.status == "estimated" and cap.ci90_rps is not None
+        covered += cap.ci90_rps[0] <= 150.0 <= cap.ci90_rps[1]
+    assert covered / trials >= 0.8  # nominal 90 %, with slack for 40 trials
+
+
+def test_criteria_come_from_the_slo() -> None:
+    spec = SloSpec.from_options(p95="250ms", p99="1s", error_rate="1%", mean="100ms")
+    names = [(c.metric, round(c.allowed, 3)) for c in criteria_of(spec)]
+    assert names == [("p95_ms", 0.05), ("p99_ms", 0.01), ("error_rate", 0.01)]

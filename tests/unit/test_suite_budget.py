@@ -1,0 +1,83 @@
+"""The plant suite at a budget the user sets, on the seeds asked for, and its holdout plants."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from loadguard.cli import cli
+from loadguard.evaluate import suite
+from loadguard.evaluate.suite import SuiteConfig
+from loadguard.evaluate.suite_metrics import Capacity, Goal
+from loadguard.policies import build_policy
+from loadguard.simulate.plants import BY_KEY, HOLDOUT, PLANTS, select
+from loadguard.slo import SloSpec
+
+
+def test_the_default_plant_set_is_1_to_9_without_the_holdout_plants() -> None:
+    assert [p.number for p in select(None)] == list(range(1, 10))
+    assert not {p.key for p in HOLDOUT} & {p.key for p in PLANTS}
+
+
+def test_holdout_plants_are_selected_by_number_or_key() -> None:
+    assert [p.key for p in select(["11,12", "lognormal15"])] == ["mm2", "md8", "lognormal15"]
+
+
+def test_holdout_slos_follow_the_suites_rule() -> None:
+    # 5x the mean service for light tails; plant 3's ratio to the service p95 (2.3x) for
+    # the log-normal (its service p95: exp(ln 50 ms - 1.5^2/2 + 1.645 * 1.5) = 191 ms).
+    assert BY_KEY["mm2"].p95_ms == 5 * 50.0 and BY_KEY["md8"].p95_ms == 5 * 50.0
+    assert 2.2 < BY_KEY["lognormal15"].p95_ms / 191.4 < 2.4
+
+
+def test_policy_runs_get_the_suites_violation_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[SloSpec] = []
+
+    def spy(name: str, spec: SloSpec, **params: Any) -> Any:
+        seen.append(spec)
+        return build_policy(name, spec, **params)
+
+    monkeypatch.setattr(suite, "build_policy", spy)
+    plant = BY_KEY["tiny"]
+    cfg = SuiteConfig.quick(duration_s=300.0, violation_budget=0.01)
+    capacity = Capacity(((0.0, 3.0),))
+    suite._policy_run(plant, "knee", 1, cfg, capacity, [], Goal(0.01, None))
+    assert [s.violation_budget for s in seen] == [0.01]
+
+
+@pytest.mark.slow
+def test_the_suite_command_runs_the_seeds_and_budget_asked_for(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        cli,
+        [
+            "evaluate",
+            "--suite",
+            "--quick",
+            "--plants",
+            "tiny",
+            "--seeds",
+            "101,102",
+            "--violation-budget",
+            "10%",
+            "--duration",
+            "300s",
+            "--doc",
+            str(tmp_path / "c.md"),
+            "--out",
+            str(out),
+        ],
+        catch_exceptions=False,
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads((out / "suite.json").read_text(encoding="utf-8"))
+    assert data["seeds"] == [101, 102] and data["violation_budget"] == 0.1
+    (plant,) = data["plants"]
+    assert [r["seed"] for r in plant["runs"]] == [101, 102]
+    assert plant["goal"]["budget"] == 0.1
+    assert plant["goal"]["max_violations"] == pytest.approx(0.12)
+    assert "B=10% plants=8 seeds=101,102" in (tmp_path / "c.md").read_text(encoding="utf-8")
