@@ -178,13 +178,14 @@ def _capacity_cell(s: Mapping[str, Any]) -> str | None:
     if "capacity" not in s:
         return None
     cap = _m(s.get("capacity"))
-    status, rps, note = cap.get("status"), _f(cap.get("rps")), cap.get("note")
+    status, rps = cap.get("status"), _f(cap.get("rps"))
+    note = headline.note_tail(cap.get("note") if isinstance(cap.get("note"), str) else None)
     ci = cap.get("ci90_rps")
     if status == "estimated" and rps is not None:
         interval = ""
         if isinstance(ci, list | tuple) and len(ci) == 2:
             interval = f" (90 % CI {human.rate_interval(_f(ci[0]), _f(ci[1]))})"
-        return f"≈ {human.rate(rps)}{interval}"
+        return f"≈ {human.rate(rps)}{interval}" + (f"; {note}" if note else "")
     if status == "lower_bound" and rps is not None:
         return f"above {human.rate(rps)}" + (f": {note}" if note else "")
     return "unknown" + (f": {note}" if note else "")
