@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install jmeter chromium servers lint test test-fast demo clean
+.PHONY: install jmeter chromium tmux servers lint test test-fast demo clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,13 +28,17 @@ lint: install
 chromium:
 	command -v chromium >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium)
 
+# Debian's tmux, for the live-console test in a real 80-column terminal. Idempotent.
+tmux:
+	command -v tmux >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y tmux)
+
 # Debian's InfluxDB 1.x and Prometheus, for the live-output tests (the tests start their
 # own instances on free loopback ports; a missing binary fails them). Idempotent.
 servers:
 	command -v influxd >/dev/null && command -v prometheus >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends influxdb prometheus)
 
 # The whole suite, real JMeter included (a missing JMeter is a failure here, not a skip).
-test: jmeter chromium servers lint
+test: jmeter chromium tmux servers lint
 	LOADGUARD_REQUIRE_JMETER=1 $(BIN)/pytest -q --durations=25 tests
 
 # Unit tests only, for a quick edit loop.

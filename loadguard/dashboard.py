@@ -62,10 +62,11 @@ class DashboardResult:
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
-    def line(self) -> str:
-        """The console's one line about it."""
+    def line(self, run_dir: Path | None = None) -> str:
+        """The console's one line about it (the path under ``run_dir`` when given)."""
         if self.status == "made":
-            return f"dashboard: {self.path} (JMeter's HTML dashboard)"
+            where = run_dir / str(self.path) if run_dir is not None else self.path
+            return f"dashboard: {where} (JMeter's HTML dashboard)"
         return f"dashboard {self.status}: {self.reason}"
 
 

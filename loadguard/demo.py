@@ -145,4 +145,4 @@ def run_demo(opts: DemoOptions, progress: logging.Logger = log) -> DemoResult:
         report = render_report(out)
     except Exception as exc:  # the run's data is safe; a report failure must not hide it
         progress.warning("report failed: %s", exc)
-    return DemoResult(replace(outcome), out, report, lam, made.line())
+    return DemoResult(replace(outcome), out, report, lam, made.line(out))

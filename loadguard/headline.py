@@ -22,6 +22,7 @@ Sentences, by verdict:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -124,6 +125,18 @@ def _errors(summary: Mapping[str, Any]) -> str:
     return f"Errors {human.percent(rate)} of {human.count(summary.get('samples'))} samples{bound}."
 
 
+_ABOVE = re.compile(r"^\s*capacity\s+(?:is\s+)?above\s+[^:]*:\s*", re.IGNORECASE)
+
+
+def note_tail(note: str | None) -> str | None:
+    """The controller's capacity note without a leading ``capacity above X req/s:`` (the
+    sentence names the rate itself), and without a final full stop."""
+    if not note:
+        return None
+    tail = _ABOVE.sub("", note).strip().rstrip(".")
+    return tail or None
+
+
 def _capacity(summary: Mapping[str, Any]) -> tuple[str, str | None, float | None, Any]:
     """(sentence, status, rps, ci) from the controller's ``capacity`` key, if any."""
     cap = _map(summary.get("capacity"))
@@ -135,20 +148,17 @@ def _capacity(summary: Mapping[str, Any]) -> tuple[str, str | None, float | None
         lo, hi = _num(ci_raw[0]), _num(ci_raw[1])
         ci = (lo, hi) if lo is not None and hi is not None else None
     note = cap.get("note") if isinstance(cap.get("note"), str) else None
+    tail = note_tail(note)
     if status == "estimated" and rps is not None:
-        interval = (
-            f" (90 % CI {human.number(ci[0])}–{human.number(ci[1])})" if ci is not None else ""
-        )
+        inner = [f"90 % CI {human.number(ci[0])}–{human.number(ci[1])}"] if ci is not None else []
+        inner += [tail] if tail else []
+        interval = f" ({'; '.join(inner)})" if inner else ""
         return f"Capacity at the SLO ≈ {human.rate(rps)}{interval}.", status, rps, ci
     if status == "lower_bound" and rps is not None:
-        return (
-            f"Capacity above {human.rate(rps)}: {note or 'the knee was not reached'}.",
-            status,
-            rps,
-            None,
-        )
+        why = tail or "the knee was not reached"
+        return f"Capacity above {human.rate(rps)}: {why}.", status, rps, None
     if status == "unknown":
-        return f"Capacity at the SLO unknown: {note or 'no estimate'}.", status, None, None
+        return f"Capacity at the SLO unknown: {tail or 'no estimate'}.", status, None, None
     return "", status, rps, ci
 
 
@@ -230,18 +240,19 @@ def headline(summary: Mapping[str, Any], cause: Cause | None = None) -> Headline
             f"{human.duration(_num(summary.get('duration_s')))} (stop: {_stop(summary)})."
         ]
     elif verdict == "INCONCLUSIVE":
-        if not cap_text or status != "lower_bound":
-            floor = cap_rps if cap_rps is not None else held_rps
-            cap_text = (
-                f"Capacity above {human.rate(floor)}: the knee was not reached in "
-                f"{human.duration(_num(summary.get('duration_s')))}."
-            )
+        floor = cap_rps if cap_rps is not None else held_rps
+        tail = note_tail(_map(summary.get("capacity")).get("note") or None)
+        if not (tail and re.search(r"\bin \d", tail)):  # the note gives no time: the run's
+            tail = f"the knee was not reached in {human.duration(_num(summary.get('duration_s')))}"
+        cap_text = f"Capacity above {human.rate(floor)}: {tail}."
         sentences = [cap_text, held_text, errors]
     elif verdict == "FAIL":
         sentences = [_cause_sentence(summary, cause, metric), held_text, cap_text, errors]
     else:
         sentences = [held_text, cap_text, errors]
     text = " ".join(s for s in sentences if s)
+    if verdict != "FAIL":
+        cause = None  # the onset of a breach explains a FAIL only
     return Headline(
         verdict=verdict,
         text=text,

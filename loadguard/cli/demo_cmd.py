@@ -81,7 +81,11 @@ def demo(
     click.echo("")
     click.echo(f"verdict:               {s.verdict} (stop: {result.outcome.stop_reason})")
     if lam:
-        against = f" (highest rate held within the SLO: {found / lam:.0%} of it)" if found else ""
+        against = (
+            f" (highest rate held within the SLO: {human.percent(found / lam)} of it)"
+            if found
+            else ""
+        )
         click.echo(f"target's analytic λ*:  {human.rate(lam)}{against}")
     click.echo(f"results:               {result.out_dir}")
     if result.report is not None:

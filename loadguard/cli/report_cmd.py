@@ -94,7 +94,7 @@ def report(
         made = dashboard_for_run(
             find_jmeter_home(jmeter_home), paths.run_dir, paths.jtl, paths.summary
         )
-        click.echo(made.line())
+        click.echo(made.line(paths.run_dir))
     written = render_report(paths, html)
     click.echo(f"report: {written}")
     if made is not None and made.status == "skipped":

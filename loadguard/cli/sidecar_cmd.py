@@ -196,4 +196,4 @@ def run_cmd(
         outcome, _code = run_plan(run, cfg)
     # JMeter's own dashboard beside the run; it never fails the run (loadguard.dashboard).
     made = dashboard_for_run(home, out_dir, paths.jtl, paths.summary, enabled=not no_dashboard)
-    _finish(outcome, paths, made.line())
+    _finish(outcome, paths, made.line(out_dir))

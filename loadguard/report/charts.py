@@ -58,6 +58,10 @@ RC: dict[str, object] = {
     "path.simplify": True,
 }
 SIZE = (10.0, 3.1)
+#: What the window figures of the time charts count, said in their captions.
+WINDOW_SAMPLES = (
+    "each tick's sliding window of samples, keyed on completion time (timeStamp + elapsed)"
+)
 MARGINS = {"left": 0.07, "right": 0.79, "top": 0.95, "bottom": 0.16}
 
 
@@ -188,7 +192,7 @@ def rate_chart(frame: pd.DataFrame, axis: TimeAxis) -> Chart:
     _finish(ax, axis, "requests / s")
     caption = (
         "Commanded rate (the rate pushed after each tick) and the achieved rate over the "
-        "window; markers show each tick's action, counts in the legend."
+        f"window ({WINDOW_SAMPLES}); markers show each tick's action, counts in the legend."
     )
     if thinned:
         caption += f" At most {MAX_MARKERS} markers per action are drawn."
@@ -205,8 +209,9 @@ def latency_chart(frame: pd.DataFrame, axis: TimeAxis) -> Chart:
     _slo_line(ax, x, frame, "slo_p99_ms", 1.0, color="#8c2d04", label="SLO p99")
     _finish(ax, axis, "ms")
     caption = (
-        "Window p95 and p99 against the SLO thresholds (dashed); the background shows the "
-        "zone of each tick: SAFE green, NEAR yellow, BREACH red, NO_DATA grey."
+        f"Window p95 and p99 ({WINDOW_SAMPLES}) against the SLO thresholds (dashed); the "
+        "background shows the zone of each tick: SAFE green, NEAR yellow, BREACH red, "
+        "NO_DATA grey."
     )
     return Chart("latency", "p95 and p99 against the SLO", caption, fig)
 
@@ -217,18 +222,27 @@ def error_chart(frame: pd.DataFrame, axis: TimeAxis) -> Chart:
     _line(ax, x, _col(frame, "error_rate") * 100.0, color="#d73027", linewidth=1.2, label="errors")
     _slo_line(ax, x, frame, "slo_error_rate", 100.0, color="#7f0000", label="SLO")
     _finish(ax, axis, "error rate (%)")
-    caption = "Share of failed samples in each window, against the error-rate SLO (dashed)."
+    caption = (
+        f"Share of failed samples in each window ({WINDOW_SAMPLES}), against the "
+        "error-rate SLO (dashed)."
+    )
     return Chart("errors", "Error rate against the SLO", caption, fig)
 
 
 def throughput_chart(frame: pd.DataFrame, axis: TimeAxis, per_second: pd.DataFrame | None) -> Chart:
     fig, ax = new_figure()
-    caption = "Window throughput from the decision log: all samples (rps) and successful (ok_rps)."
+    caption = (
+        "Window throughput from the decision log: all samples (rps) and successful "
+        f"(ok_rps), {WINDOW_SAMPLES}."
+    )
     if per_second is not None and len(per_second):
         xs = axis.of(per_second.index.to_numpy(np.float64) * 1000.0 + 1000.0)
         ys = per_second["count"].to_numpy(np.float64)
         _line(ax, xs, ys, color="#bdbdbd", linewidth=0.7, label="JTL completions / s")
-        caption += " Grey: completions per second counted from every row of the JTL."
+        caption += (
+            " Grey: completions per second counted from every counted row of the JTL, "
+            "keyed on the completion second."
+        )
     x = axis.of(frame["epoch_ms"])
     _line(ax, x, _col(frame, "rps"), color="#2b5c8a", linewidth=1.3, label="rps")
     _line(ax, x, _col(frame, "ok_rps"), color="#1a9850", linewidth=1.1, label="ok_rps")
@@ -257,10 +271,7 @@ def png_bytes(fig: Figure, dpi: int = 110) -> bytes:
 
 
 #: What the knee chart's points are, said on the chart itself.
-KNEE_SAMPLES = (
-    "one point per tick: that tick's sliding window of samples, keyed on completion time "
-    "(timeStamp + elapsed)"
-)
+KNEE_SAMPLES = f"one point per tick: {WINDOW_SAMPLES}"
 
 
 @dataclass(frozen=True)
@@ -385,3 +396,37 @@ def knee_chart(frame: pd.DataFrame, axis: TimeAxis, marks: KneeMarks) -> Chart:
     if len(sub) > len(idx):
         caption += f" {len(idx):,} of {len(sub):,} windows drawn, evenly spaced."
     return Chart("knee", "Latency against throughput (the knee)", caption.strip(), fig)
+
+
+LABEL_PALETTE = ("#d73027", "#4575b4", "#fdae61", "#1a9850", "#762a83", "#8c510a", "#01665e")
+#: Labels drawn in the per-label chart (the worst first; the table lists every label).
+MAX_LABEL_LINES = 7
+
+
+def bucket_seconds(span_ms: float) -> int:
+    """A round bucket giving at most about 300 points over the run: 1, 2, 5, 10, 30, 60 s."""
+    for b in (1, 2, 5, 10, 30, 60, 300):
+        if span_ms / (b * 1000.0) <= 300:
+            return b
+    return 600
+
+
+def label_p95_chart(
+    series: Sequence[tuple[str, F64, F64]], axis: TimeAxis, slo_p95: float | None, bucket_s: int
+) -> Chart:
+    """p95 over time of the labels that breached: one line per label."""
+    fig, ax = new_figure()
+    for i, (label, end_ms, p95) in enumerate(series[:MAX_LABEL_LINES]):
+        ax.plot(axis.of(end_ms), p95, color=LABEL_PALETTE[i % len(LABEL_PALETTE)],
+                linewidth=1.2, marker=".", markersize=3, label=label)  # fmt: skip
+    if slo_p95 is not None:
+        ax.axhline(slo_p95, color="#b01e12", linestyle="--", linewidth=1.2, label="SLO p95")
+    _finish(ax, axis, "p95 (ms)")
+    caption = (
+        f"p95 of each breached label's samples completing in each {bucket_s} s bucket "
+        "(keyed on completion time, timeStamp + elapsed; every sample of the label, "
+        "exact), against the overall p95 SLO (dashed)."
+    )
+    if len(series) > MAX_LABEL_LINES:
+        caption += f" The {MAX_LABEL_LINES} worst of {len(series)} breached labels are drawn."
+    return Chart("labels", "p95 over time of the labels that breached", caption, fig)

@@ -60,6 +60,8 @@ CHUNK_ROWS = 250_000
 #: Labels with a row of their own (512 KiB each: at most 128 MiB of histograms).
 MAX_LABELS = 256
 OTHER_LABELS = "(other labels)"
+#: Samples kept (12 bytes each) for the per-label p95 over time: at most about 50 MiB.
+MAX_SERIES_SAMPLES = 4_000_000
 
 
 @dataclass
@@ -104,6 +106,35 @@ class JtlDigest:
     skipped_rows: int = 0
     #: Characters XML 1.0 forbids, replaced so that their samples count (XML only).
     illegal_xml_chars: int = 0
+    #: Per label, its samples' (completion ms, elapsed ms) in chunks, for the per-label
+    #: p95 over time; dropped (``series_dropped``) past ``MAX_SERIES_SAMPLES`` in all.
+    series: dict[str, list[tuple[np.ndarray, np.ndarray]]] = field(default_factory=dict)
+    series_samples: int = 0
+    series_dropped: bool = False
+
+    def keep_series(self, label: str, end_ms: np.ndarray, elapsed_ms: np.ndarray) -> None:
+        if self.series_dropped:
+            return
+        self.series_samples += len(end_ms)
+        if self.series_samples > MAX_SERIES_SAMPLES:
+            self.series_dropped = True
+            self.series = {}
+            return
+        self.series.setdefault(label, []).append(
+            (end_ms.astype(np.int64), elapsed_ms.astype(np.int32))
+        )
+
+    def p95_series(self, label: str, bucket_ms: int) -> tuple[np.ndarray, np.ndarray]:
+        """Exact p95 of ``label``'s samples completing in each ``bucket_ms`` bucket:
+        (bucket end, epoch ms; p95 ms), buckets without samples left out."""
+        parts = self.series.get(label)
+        if not parts:
+            return np.empty(0), np.empty(0)
+        end = np.concatenate([p[0] for p in parts])
+        elapsed = np.concatenate([p[1] for p in parts]).astype(np.float64)
+        frame = pd.DataFrame({"b": end // bucket_ms, "e": elapsed})
+        q = frame.groupby("b")["e"].quantile(0.95).sort_index()
+        return (q.index.to_numpy(np.float64) + 1) * bucket_ms, q.to_numpy(np.float64)
 
 
 @dataclass
@@ -148,7 +179,7 @@ def _fold(
     digest.first_start_ms = lo if digest.first_start_ms is None else min(digest.first_start_ms, lo)
     digest.last_end_ms = hi if digest.last_end_ms is None else max(digest.last_end_ms, hi)
     codes, names = labels
-    _fold_labels(digest, codes, names, elapsed_ms, ok, max_labels)
+    _fold_labels(digest, codes, names, elapsed_ms, ok, max_labels, end)
     out = [k for k, name in enumerate(names) if str(name) in not_overall] if not_overall else []
     if out:
         keep = ~np.isin(codes, np.asarray(out, np.int64))
@@ -362,8 +393,10 @@ def _fold_labels(
     elapsed: np.ndarray,
     ok: np.ndarray,
     max_labels: int,
+    end: np.ndarray | None = None,
 ) -> None:
-    """Add samples to their labels' digests; ``uniques[codes[i]]`` is sample i's label.
+    """Add samples to their labels' digests (and, with ``end``, their series);
+    ``uniques[codes[i]]`` is sample i's label.
 
     Labels without samples here are skipped; new labels are taken in order of their first
     sample, so the first ``max_labels`` of the file get rows of their own."""
@@ -382,3 +415,5 @@ def _fold_labels(
         if key not in digest.labels and len(digest.labels) >= max_labels:
             key = OTHER_LABELS
         digest.labels.setdefault(key, LabelDigest()).add(elapsed[idx], ok[idx])
+        if end is not None:
+            digest.keep_series(key, end[idx], elapsed[idx])

@@ -10,10 +10,12 @@ Files written: ``OUT`` and, beside it, ``<stem>_rate.png``, ``<stem>_latency.png
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
+from urllib.parse import quote
 
 import pandas as pd
 
@@ -77,7 +79,9 @@ def build_charts(run: RunData) -> list[charts.Chart]:
         ]
 
 
-def report_html(run: RunData, drawn: list[tuple[charts.Chart, str]]) -> str:
+def report_html(
+    run: RunData, drawn: list[tuple[charts.Chart, str]], out: Path | None = None
+) -> str:
     frame = run.decisions
     summary = run.summary
     if summary is not None:
@@ -101,11 +105,13 @@ def report_html(run: RunData, drawn: list[tuple[charts.Chart, str]]) -> str:
             sections.append(summary_block)
     if run.jtl is not None:
         slo = tables.slo_thresholds(frame)
+        label_rows = tables.label_rows(run.jtl, slo)
         sections.append(
             '<section id="per-label"><h2>Per-label SLO results (every JTL sample)</h2>'
-            + page.label_table(tables.label_rows(run.jtl, slo), slo)
-            + "</section>"
+            "<p>Worst label first: sorted by the margin of its whole-run figures to the "
+            "SLO thresholds.</p>" + page.label_table(label_rows, slo) + "</section>"
         )
+        sections.append(_breached_labels_block(run, label_rows, slo))
     p = run.paths
     meta = [
         f"Decision log <code>{escape(str(p.decisions))}</code>: {len(frame):,} ticks, "
@@ -128,13 +134,35 @@ def report_html(run: RunData, drawn: list[tuple[charts.Chart, str]]) -> str:
         )
     if p.summary is not None:
         meta.append(f"Summary <code>{escape(str(p.summary))}</code>")
-    meta.append(_dashboard_meta(run))
+    meta.append(_dashboard_meta(run, out))
     footer = (
         f"LoadGuard {escape(__version__)}. Charts thin long series for drawing only "
         f"(min/max per bucket, at most {charts.MAX_POINTS} points per line); every figure "
         "in the tables is computed from all rows."
     )
     return page.page(f"LoadGuard report: {p.name}", meta, sections, footer)
+
+
+def _breached_labels_block(run: RunData, rows: list[tables.LabelRow], slo: dict[str, float]) -> str:
+    """p95 over time of the labels that breached, or one line saying why there is none."""
+    assert run.jtl is not None
+    names = tables.breached_labels(run.decisions, rows)
+    if not names:
+        return '<p id="labels-breached">No label breached: no per-label p95 chart.</p>'
+    if run.jtl.series_dropped:
+        return (
+            '<p id="labels-breached">Labels that breached: '
+            + escape(", ".join(names))
+            + f". Too many samples ({run.jtl.series_samples:,}+) to keep per-label series: "
+            "no per-label p95 chart.</p>"
+        )
+    axis = charts.TimeAxis.for_span(run.t0_ms, run.t1_ms - run.t0_ms)
+    bucket = charts.bucket_seconds(run.t1_ms - run.t0_ms)
+    series = [(n, *run.jtl.p95_series(n, bucket * 1000)) for n in names]
+    with charts.style():
+        chart = charts.label_p95_chart(series, axis, slo.get("p95_ms"), bucket)
+        svg = charts.svg_text(chart.figure)
+    return page.figure(chart.name, chart.title, svg, chart.caption)
 
 
 def _headline_text(run: RunData) -> str:
@@ -149,12 +177,16 @@ def _records(frame: pd.DataFrame) -> list[dict[str, object]]:
     return [{str(k): v for k, v in row.items()} for row in frame.to_dict("records")]
 
 
-def _dashboard_meta(run: RunData) -> str:
-    """A link to JMeter's own dashboard when the run folder has one, else why not."""
+def _dashboard_meta(run: RunData, out: Path | None) -> str:
+    """A link to JMeter's own dashboard when the run folder has one (relative to the page
+    ``out``, default the run folder's report.html), else why not."""
     folder = run.paths.run_dir or run.paths.decisions.parent
-    if (folder / DASHBOARD_INDEX).is_file():
+    index = folder / DASHBOARD_INDEX
+    if index.is_file():
+        page_dir = (out or run.paths.default_out()).absolute().parent
+        href = Path(os.path.relpath(index.absolute(), page_dir)).as_posix()
         return (
-            f'JMeter\'s own HTML dashboard: <a href="{DASHBOARD_INDEX}">{DASHBOARD_INDEX}</a> '
+            f'JMeter\'s own HTML dashboard: <a href="{escape(quote(href))}">{escape(href)}</a> '
             "(made by JMeter's report generator from the JTL)"
         )
     info = run.summary.get("dashboard") if run.summary else None
@@ -177,7 +209,7 @@ def render_report(
     target = out if out is not None else paths.default_out()
     built = build_charts(run)
     drawn = [(c, charts.svg_text(c.figure)) for c in built]
-    files: dict[Path, bytes] = {target: report_html(run, drawn).encode("utf-8")}
+    files: dict[Path, bytes] = {target: report_html(run, drawn, target).encode("utf-8")}
     for chart in built:
         files[target.with_name(f"{target.stem}_{chart.name}.png")] = charts.png_bytes(chart.figure)
     write_all(files)

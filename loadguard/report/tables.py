@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -177,13 +178,14 @@ def _capacity_cell(s: Mapping[str, Any]) -> str | None:
     if "capacity" not in s:
         return None
     cap = _m(s.get("capacity"))
-    status, rps, note = cap.get("status"), _f(cap.get("rps")), cap.get("note")
+    status, rps = cap.get("status"), _f(cap.get("rps"))
+    note = headline.note_tail(cap.get("note") if isinstance(cap.get("note"), str) else None)
     ci = cap.get("ci90_rps")
     if status == "estimated" and rps is not None:
         interval = ""
         if isinstance(ci, list | tuple) and len(ci) == 2:
             interval = f" (90 % CI {human.rate_interval(_f(ci[0]), _f(ci[1]))})"
-        return f"≈ {human.rate(rps)}{interval}"
+        return f"≈ {human.rate(rps)}{interval}" + (f"; {note}" if note else "")
     if status == "lower_bound" and rps is not None:
         return f"above {human.rate(rps)}" + (f": {note}" if note else "")
     return "unknown" + (f": {note}" if note else "")
@@ -382,6 +384,9 @@ class LabelRow:
     cells: tuple[str, ...]
     #: metric -> met? for each SLO threshold in force; empty when no threshold applies
     verdicts: Mapping[str, bool]
+    #: the smallest relative margin to a threshold, (limit - value) / limit: negative
+    #: when over; ``None`` when no threshold applies
+    margin: float | None = None
 
     @property
     def meets_slo(self) -> bool | None:
@@ -393,12 +398,21 @@ LABEL_HEADER: tuple[str, ...] = (
     "samples",
     "errors",
     "error rate",
-    "mean ms",
-    "p95 ms",
-    "p99 ms",
-    "max ms",
+    "mean",
+    "p95",
+    "p99",
+    "max",
+    "margin to the SLO",
     "SLO",
 )
+
+
+def _margin(value: float | None, limit: float) -> float:
+    if value is None:
+        return -math.inf
+    if limit <= 0:
+        return 0.0 if value <= 0 else -math.inf
+    return (limit - value) / limit
 
 
 def _label_row(name: str, d: LabelDigest, slo: Mapping[str, float]) -> LabelRow:
@@ -411,24 +425,58 @@ def _label_row(name: str, d: LabelDigest, slo: Mapping[str, float]) -> LabelRow:
     verdicts = {
         m: figures[m] is not None and float(figures[m] or 0.0) <= limit for m, limit in slo.items()
     }
+    margins = {m: _margin(figures[m], limit) for m, limit in slo.items()}
+    margin = min(margins.values()) if margins else None
+    worst = min(margins, key=lambda m: margins[m]) if margins else None
+    if margin is None or worst is None:
+        margin_text = DASH
+    elif math.isinf(margin):
+        margin_text = f"no {headline.METRIC_NAMES.get(worst, worst)}"
+    else:
+        metric = headline.METRIC_NAMES.get(worst, worst)
+        if margin >= 0:
+            margin_text = f"{human.percent(margin)} below ({metric})"
+        elif slo[worst] > 0:
+            margin_text = f"{human.number(1.0 - margin)}× the SLO ({metric})"
+        else:
+            margin_text = f"over ({metric})"
     cells = (
         name,
-        fmt_number(d.count),
-        fmt_number(d.errors),
-        fmt_number(d.error_rate, percent=True),
-        fmt_number(figures["mean_ms"]),
-        fmt_number(figures["p95_ms"]),
-        fmt_number(figures["p99_ms"]),
-        fmt_number(None if d.max_ms is None else float(d.max_ms)),
+        human.count(d.count),
+        human.count(d.errors),
+        human.percent(d.error_rate),
+        human.latency(figures["mean_ms"]),
+        human.latency(figures["p95_ms"]),
+        human.latency(figures["p99_ms"]),
+        human.latency(None if d.max_ms is None else float(d.max_ms)),
+        margin_text,
     )
-    return LabelRow(name, cells, verdicts)
+    return LabelRow(name, cells, verdicts, margin)
 
 
 def label_rows(jtl: JtlDigest, slo: Mapping[str, float]) -> list[LabelRow]:
-    """One row per label (sorted by name), then the overall row ``(all labels)``."""
+    """One row per label, the worst first (smallest margin to its SLO; labels without a
+    threshold after, by name), then the overall row ``(all labels)``."""
     rows = [_label_row(name, jtl.labels[name], slo) for name in sorted(jtl.labels)]
+    rows.sort(key=lambda r: (r.margin is None, r.margin if r.margin is not None else 0.0))
     rows.append(_label_row("(all labels)", jtl.overall, slo))
     return rows
+
+
+def breached_labels(frame: pd.DataFrame, rows: Sequence[LabelRow]) -> list[str]:
+    """Labels that breached: named in the decision log's ``breached_labels`` column, or
+    missing a threshold over the whole run; worst first, as in the table."""
+    logged = {
+        name
+        for cell in frame["breached_labels"].astype(str)
+        for name in cell.split(";")
+        if name and cell != "nan"
+    }
+    return [
+        r.label
+        for r in rows
+        if r.label != "(all labels)" and (r.label in logged or r.meets_slo is False)
+    ]
 
 
 def verdict_text(row: LabelRow, slo: Mapping[str, float]) -> str:
@@ -436,8 +484,8 @@ def verdict_text(row: LabelRow, slo: Mapping[str, float]) -> str:
         return DASH
     failed = [m for m, ok in row.verdicts.items() if not ok]
     if not failed:
-        return "meets " + ", ".join(f"{m} ≤ {fmt_number(slo[m], m in FRACTIONS)}" for m in slo)
-    return "misses " + ", ".join(f"{m} ≤ {fmt_number(slo[m], m in FRACTIONS)}" for m in failed)
+        return "meets " + ", ".join(headline.slo_text(m, slo[m]) for m in slo)
+    return "misses " + ", ".join(headline.slo_text(m, slo[m]) for m in failed)
 
 
 def compare_rows(summaries: Sequence[Mapping[str, Any] | None]) -> list[tuple[str, list[str]]]:

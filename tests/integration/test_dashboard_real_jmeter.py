@@ -44,7 +44,8 @@ def run(out: Path, port: int, *extra: str) -> subprocess.CompletedProcess[str]:
         "-J", f"target.port={port}", "-J", "duration=600", *extra,
         cwd=out.parent,
     )  # fmt: skip
-    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    # 0 PASS, 1 FAIL, 5 INCONCLUSIVE (10 s may end before the knee): never 2, 3 or 4.
+    assert proc.returncode in (0, 1, 5), proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     return proc
 
@@ -71,7 +72,7 @@ def test_run_leaves_jmeters_own_dashboard_and_notes_it(
         "path": "dashboard/index.html",
         "reason": None,
     }
-    assert "dashboard: dashboard/index.html (JMeter's HTML dashboard)" in proc.stderr
+    assert f"dashboard: {out / 'dashboard' / 'index.html'} (JMeter's HTML dashboard)" in proc.stderr
     assert not list(out.glob(".dashboard-*"))  # no staging folder left behind
 
 
@@ -88,7 +89,8 @@ def test_an_xml_jtl_gets_the_one_line_skip(
     summary = json.loads((out / "summary.json").read_text())
     assert summary["dashboard"] == {"status": "skipped", "path": None, "reason": why}
     # The run itself is whole: its verdict and headline are there.
-    assert summary["verdict"] in ("PASS", "FAIL") and summary["headline"]["text"]
+    assert summary["verdict"] in ("PASS", "FAIL", "INCONCLUSIVE")
+    assert summary["headline"]["text"]
 
 
 def test_no_dashboard_then_report_dashboard_makes_it_for_the_finished_folder(

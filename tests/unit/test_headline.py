@@ -41,7 +41,7 @@ CONTRACT: dict[str, Any] = {
 }
 
 
-def test_pass_with_the_controllers_capacity_reads_as_the_issue_example() -> None:
+def test_pass_with_the_controllers_capacity_reads_as_the_documented_example() -> None:
     h = headline({**BASE, **CONTRACT})
     assert h.text == (
         "Sustained 137 req/s with p95 ≤ 250 ms in 97 % of windows (budget 95 %). "
@@ -64,6 +64,22 @@ def test_inconclusive_says_capacity_is_above_the_rate_reached() -> None:
            "note": "the knee was not reached in 40 s"}  # fmt: skip
     h = headline({**BASE, **CONTRACT, "verdict": "INCONCLUSIVE", "capacity": cap})
     assert h.text.startswith("Capacity above 90 req/s: the knee was not reached in 40 s.")
+
+
+def test_inconclusive_with_mains_note_does_not_say_capacity_above_twice() -> None:
+    cap = {"status": "lower_bound", "rps": 20.0, "ci90_rps": None, "metric": "p95_ms",
+           "note": "capacity above 20 req/s: the knee was not reached"}  # fmt: skip
+    h = headline({**BASE, "verdict": "INCONCLUSIVE", "capacity": cap, "duration_s": 10.2})
+    assert h.text.startswith("Capacity above 20 req/s: the knee was not reached in 10 s. ")
+    assert h.text.lower().count("capacity above") == 1
+    fail = headline({**BASE, "verdict": "FAIL", "capacity": cap})
+    assert "Capacity above 20 req/s: the knee was not reached." in fail.text
+
+
+def test_an_estimates_note_is_kept_beside_its_interval() -> None:
+    cap = {**CONTRACT["capacity"], "note": "the knee is not pinned"}
+    h = headline({**BASE, **CONTRACT, "capacity": cap})
+    assert "Capacity at the SLO ≈ 151 req/s (90 % CI 146–155; the knee is not pinned)." in h.text
 
 
 def test_inconclusive_without_a_note_names_the_run_length() -> None:

@@ -17,6 +17,7 @@ from loadguard.cli import cli
 from loadguard.decisions import DecisionLogWriter
 from loadguard.errors import ReportError
 from loadguard.report import render_compare, render_report, resolve_run
+from loadguard.report.jtl_digest import digest_jtl
 from loadguard.report.run_inputs import DASHBOARD_INDEX
 from loadguard.report.tables import DASH, HUMAN_ROWS, SHOWN_ELSEWHERE, fmt_number
 from loadguard.summary import RunAccumulator, SummaryBuilder, write_json_atomic
@@ -86,12 +87,12 @@ def external_refs(html: str) -> list[str]:
     return [r for r in refs if r != DASHBOARD_INDEX]
 
 
-def test_report_holds_five_charts_summary_and_label_tables(tmp_path: Path) -> None:
+def test_report_holds_its_charts_summary_and_label_tables(tmp_path: Path) -> None:
     run = make_run(tmp_path / "run")
     out = render_report(run)
     assert out == run / "report.html"
     html = out.read_text()
-    assert html.count("<svg") == 5
+    assert html.count("<svg") == 6 and 'id="chart-labels"' in html  # both labels breach
     for name in CHARTS:
         assert f'id="chart-{name}"' in html
         assert (run / f"report_{name}.png").read_bytes().startswith(PNG_MAGIC)
@@ -271,3 +272,43 @@ def test_every_summary_json_field_is_shown_under_a_plain_label(tmp_path: Path) -
     shown = {k for label, keys in HUMAN_ROWS if label in heads for k in keys}
     assert set(summary) - shown <= SHOWN_ELSEWHERE
     assert not re.search(r"\b[a-z0-9]+_[a-z0-9_]+\b", re.sub(r"<[^>]*>", " ", table))
+
+
+def test_breached_labels_get_their_exact_p95_over_time(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "run")
+    html = render_report(run).read_text()
+    assert 'id="chart-labels"' in html  # /a and /b miss p95 <= 250 ms over the run
+    digest = digest_jtl(run / "results.jtl", chunk_rows=97)
+    df = pd.read_csv(run / "results.jtl")
+    one = df[df["label"] == "/a"]
+    bucket = (one["timeStamp"] + one["elapsed"]) // 2000
+    want = one.groupby(bucket)["elapsed"].quantile(0.95)
+    end_ms, p95 = digest.p95_series("/a", 2000)
+    assert list(end_ms) == [(b + 1) * 2000.0 for b in want.index]
+    assert np.allclose(p95, want.to_numpy())
+
+
+def test_labels_that_met_the_slo_get_no_per_label_chart(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "run")
+    rows = [(1_796_000_000_000 + i * 50, 10 + i % 7, ("/a", "/b")[i % 2], True) for i in range(400)]
+    write_jtl(run / "results.jtl", rows)
+    html = render_report(run).read_text()
+    assert 'id="chart-labels"' not in html
+    assert "No label breached" in html
+
+
+def test_the_dashboard_link_is_relative_to_where_the_page_is_written(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "run")
+    (run / "dashboard").mkdir()
+    (run / "dashboard" / "index.html").write_text("<title>Apache JMeter Dashboard</title>")
+    beside = render_report(run).read_text()
+    assert '<a href="dashboard/index.html">' in beside
+    (tmp_path / "elsewhere").mkdir()
+    away = render_report(run, tmp_path / "elsewhere" / "r.html").read_text()
+    assert '<a href="../run/dashboard/index.html">' in away
+
+
+def test_without_a_dashboard_the_page_says_how_to_make_one(tmp_path: Path) -> None:
+    html = render_report(make_run(tmp_path / "run")).read_text()
+    assert "<a href=" not in html
+    assert "none in this folder (`loadguard report RUN_DIR --dashboard` makes it)" in html

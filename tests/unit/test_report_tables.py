@@ -59,6 +59,15 @@ def test_label_meets_slo_only_when_every_threshold_holds() -> None:
     assert list(rows)[-1] == "(all labels)"
 
 
+def test_labels_are_sorted_worst_margin_first() -> None:
+    rows = tables.label_rows(_digest(), SLO)
+    # /slow: errors 33 % against 1 % (its worst); /fast: p95 29 ms, 88 % below 250 ms;
+    # <b>&x: p95 5 ms, 98 % below.
+    assert [r.label for r in rows] == ["/slow", "/fast", "<b>&x", "(all labels)"]
+    assert rows[0].cells[-1] == "33× the SLO (error rate)"
+    assert rows[1].cells[-1] == "88 % below (p95)"
+
+
 def test_label_without_thresholds_has_no_verdict() -> None:
     row = tables.label_rows(_digest(), {})[0]
     assert row.meets_slo is None and tables.verdict_text(row, {}) == "—"
