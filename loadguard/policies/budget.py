@@ -29,9 +29,9 @@ its floor). Then, every tick:
 * **probably over**, :math:`V > B` but not shown: back to the floor, if one is shown
   below r (holding an over-budget rate costs violations; the evidence at r stays pooled
   for the next visit, and r becomes a ceiling only once shown).
-* **stalled**: over budget while the target delivers under half the rate sent (it hung:
-  an outage, not a capacity): no ceiling is set; the rate drops by ρ for the drain, then
-  returns to the floor.
+* **stalled**: over budget while the target delivers under :math:`r/ρ^2` (less than one
+  overshooting ramp step can explain: it hung, an outage, not a capacity): no ceiling is
+  set; the rate drops by ρ for the drain, then returns to the floor.
 * **undecided**: HOLD. Evidence accumulates (pooled over every sample sent at r), the
   bounds narrow, and that is where the time goes near the knee.
 
@@ -117,6 +117,7 @@ class BudgetPolicy:
     #: the ceiling last lifted: the next probe goes at most half a ramp step past it
     lifted: float | None = field(default=None, init=False)
     since_ms: int = field(default=0, init=False)
+    drain_target: float | None = field(default=None, init=False)
     #: the floor to return to after a stall (the target hung: no verdict on the rate)
     stall_return: float | None = field(default=None, init=False)
     knee_seen: bool = field(default=False, init=False)
@@ -226,11 +227,15 @@ class BudgetPolicy:
             x = view.delivered_rps
             noise = 3.0 / math.sqrt(max(rate * view.part_ms / 1000.0, 1.0))
             draining = x is not None and x > rate * (1.0 + noise)
+            if self.drain_target is not None and rate > self.drain_target * (1 + 1e-9):
+                # a cut clamped by the largest step: go on down to the drain's rate
+                return self._move(obs, rate, self.drain_target, "delivery")
             if now < self.drain_until_ms or (
                 draining and now < self.drain_until_ms + self.window_ms
             ):
                 return hold(obs, rate, "drain", drain_until_ms=self.drain_until_ms)
             self.drain_until_ms = None
+            self.drain_target = None
             self.since_ms = now
             target = self._setpoint(view, rate)
             return self._move(obs, rate, target, "return")
@@ -291,7 +296,7 @@ class BudgetPolicy:
             and cur is not None
             and view.delivered_at_ms is not None
             and view.delivered_at_ms - view.part_ms >= cur.from_ms
-            and x < rate / 2.0
+            and x < rate / self.ramp_factor**2
             and self.min_mean_ms is not None
         )
 
@@ -323,8 +328,9 @@ class BudgetPolicy:
         below = [(r, q) for r, q, _n in curve if r < rate * (1 - 1e-9)]
         x = view.delivered_rps
         if self._stalled(view, rate):
-            # The target hung (it delivers under half the rate sent): no verdict on the
-            # rate. Send less while it hangs, and once it drains, return to the floor.
+            # The target hung (it delivers less than two ramp steps below the rate sent:
+            # more than one overshooting step can explain): no verdict on the rate. Send
+            # less while it hangs, and once it drains, return to the floor.
             self.stall_return = self.floor if self.floor_confirmed else None
             self.drain_until_ms = (view.watermark_ms or obs.now_ms) + self.window_ms + self.lag_ms
             self.since_ms = self.drain_until_ms
@@ -352,7 +358,8 @@ class BudgetPolicy:
             mean = obs.stats.overall.mean_ms
             if mean is not None and self.min_mean_ms is not None:
                 backlog = x * max(0.0, mean - self.min_mean_ms) / 1000.0
-            cut = x - backlog / (self.window_ms / 1000.0)
+            cut = max(x - backlog / (self.window_ms / 1000.0), x / self.ramp_factor)
+            self.drain_target = cut
             self.drain_until_ms = (view.watermark_ms or obs.now_ms) + self.window_ms + self.lag_ms
             self.since_ms = self.drain_until_ms
             if self.floor is not None and self.floor >= x:
