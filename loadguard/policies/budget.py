@@ -26,9 +26,10 @@ its floor). Then, every tick:
   is delivered than sent (:math:`X > r (1 + 3/\sqrt{r w})`: the backlog still drains),
   then returns to the setpoint (the target below c). Otherwise the rate goes down to
   the target between f and r.
-* **probably over**, :math:`V > B` but not shown: back to the floor, if one is shown
-  below r (holding an over-budget rate costs violations; the evidence at r stays pooled
-  for the next visit, and r becomes a ceiling only once shown).
+* **probably over**, :math:`V > B` but not shown (over a whole window of evidence):
+  back to the floor if one is shown below r, else down by :math:`\sqrt{ρ}` (holding an
+  over-budget rate costs violations; the evidence at r stays pooled for the next visit,
+  and r becomes a ceiling only once shown).
 * **stalled**: over budget while the target delivers under :math:`r/ρ^2` (less than one
   overshooting ramp step can explain: it hung, an outage, not a capacity): no ceiling is
   set; the rate drops by ρ for the drain, then returns to the floor.
@@ -245,17 +246,16 @@ class BudgetPolicy:
         detail = self._detail(ev)
         if ev.share_lo > self.budget:
             return self._over(obs, rate, ev, view, detail)
-        if (
-            ev.share > self.budget
-            and self.floor is not None
-            and self.floor_confirmed
-            and self.floor < rate * (1 - 1e-9)
-            and ev.subwindows >= PARTS
-        ):
+        if ev.share > self.budget and ev.subwindows >= PARTS:
             # Probably over budget, not yet shown: holding costs violations if it is,
-            # so go back to the floor (shown within budget); the evidence at r stays
-            # pooled for the next visit, and r is no ceiling until it is shown.
-            return self._move(obs, rate, self.floor, "likely_over", **detail)
+            # so go back to the floor (shown within budget), or half a ramp step down
+            # without one; the evidence at r stays pooled for the next visit, and r is
+            # no ceiling until it is shown.
+            if self.floor is not None and self.floor_confirmed and self.floor < rate:
+                back = self.floor
+            else:
+                back = rate / math.sqrt(self.ramp_factor)
+            return self._move(obs, rate, back, "likely_over", **detail)
         # Slow start: with no rate over budget yet, a step that proves too high costs
         # one cut, so the point estimate decides; near a ceiling, the upper bound does.
         if self.ceiling is None:
