@@ -15,7 +15,7 @@ from loadguard.durations import Seconds
 from loadguard.errors import UsageError
 from loadguard.teastore.build import ensure_build
 from loadguard.teastore.runner import TeaStoreOptions, running_teastore
-from loadguard.teastore.source import resolve_source
+from loadguard.teastore.source import SOURCE_ENV, resolve_source
 
 READY_PREFIX = "loadguard teastore ready:"
 _HEAP = re.compile(r"^[1-9][0-9]*[kmgKMG]?$")
@@ -50,8 +50,9 @@ class _StopOnSignal:
 @click.option(
     "--source",
     type=click.Path(path_type=Path),
-    help="TeaStore source: a folder or a .tar.gz (default: "
-    "../shared/teastore/teastore-1.4.2-src.tar.gz beside the checkout or the current folder).",
+    envvar=SOURCE_ENV,
+    show_envvar=True,
+    help="TeaStore 1.4.2's source: a folder or a .tar.gz (its GitHub release tarball).",
 )
 @port_option
 @layout_option
@@ -89,7 +90,8 @@ def teastore(
 
     \b
     Example:
-      loadguard teastore --port 8080
+      loadguard teastore --port 8080 --source teastore-1.4.2.tar.gz
+      export LOADGUARD_TEASTORE_SOURCE=teastore-1.4.2.tar.gz
       loadguard teastore --layout per-service --heap 256m --logs teastore-logs/
       loadguard run examples/teastore/teastore-browse.jmx --p95 500ms -- -Jport=8080
     """

@@ -105,7 +105,7 @@ def render(report: Report, previous: str | None = None) -> str:
             f"Full evaluation ({len(SCHEMES)} schemes × 5 repetitions × 180 s plus a 6-point "
             f"sweep, each on a fresh TeaStore: ~{len(SCHEMES) * 35 / 60:.1f} h on this "
             "machine):\n\n"
-            "```sh\n.venv/bin/python benchmarks/evaluate.py --target teastore "
+            "```sh\nloadguard evaluate --target teastore "
             f"--layout {cfg.teastore_layout} --repetitions 5 --duration 180s "
             "--doc docs/evaluation-teastore.md\n```\n\n"
         )
@@ -113,7 +113,7 @@ def render(report: Report, previous: str | None = None) -> str:
         w(
             f"Full evaluation ({len(SCHEMES)} schemes × 5 repetitions × 180 s, "
             f"~{len(SCHEMES) * 20 / 60:.1f} h on this machine):\n\n"
-            "```sh\n.venv/bin/python benchmarks/evaluate.py --repetitions 5 --duration 180s "
+            "```sh\nloadguard evaluate --repetitions 5 --duration 180s "
             "--doc docs/evaluation.md\n```\n\n"
         )
     w(f"Seed: {cfg.seed} (target seed of run k of scheme s: seed + 100·s + k). ")

@@ -5,8 +5,9 @@ third-party packages, and anything in a layer below it):
 
 0. leaves, shared by everyone: ``loadguard`` (the package: ``__version__``), ``errors``,
    ``durations``, ``clock``, ``rate``, ``stats``, ``observation``, ``slo``, ``window``,
-   ``stop_reason``, ``histogram``, ``decision_columns`` and ``jtl.sample`` (the
-   ``SampleBatch`` and ``SampleSource`` types). A leaf imports only other leaves.
+   ``stop_reason``, ``histogram``, ``decision_columns``, ``resources`` (the package data)
+   and ``jtl.sample`` (the ``SampleBatch`` and ``SampleSource`` types). A leaf imports
+   only other leaves.
 1. ``jtl``: reading JTL files.
 2. ``actuator`` (pushing rates to JMeter; may read ``jtl``), ``policies`` (deciding
    rates), ``report`` (rendering a finished run; may read ``jtl``).
@@ -42,6 +43,7 @@ LEAVES = frozenset(
         "loadguard.histogram",
         "loadguard.decision_columns",
         "loadguard.jtl.sample",
+        "loadguard.resources",
     }
 )
 
