@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +29,7 @@ from loadguard.evaluate.config import TARGET_PATH, EvalConfig
 from loadguard.evaluate.schemes import Scheme
 from loadguard.evaluate.teastore_plans import browse_baseline
 from loadguard.resources import elastic_plan, teastore_browse_plan
-from loadguard.sidecar import on_signals
+from loadguard.signals import interrupt_on_signals
 from loadguard.target.process import spawn_target
 from loadguard.teastore.process import spawn_teastore
 from loadguard.teastore.reset import reset_teastore
@@ -94,21 +94,11 @@ class Targets:
         self._stack.close()
 
     def __enter__(self) -> Targets:
-        self._stack.enter_context(interrupt_on_sigterm())
+        self._stack.enter_context(interrupt_on_signals())
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _interrupt() -> None:
-    raise KeyboardInterrupt
-
-
-def interrupt_on_sigterm() -> AbstractContextManager[None]:
-    """SIGTERM raises ``KeyboardInterrupt`` in the ``with`` block, as Ctrl-C does
-    (``sidecar.on_signals``: main thread only, the old handlers back afterwards)."""
-    return on_signals(_interrupt)
 
 
 #: How long a shared target may take to drain the previous run's load.

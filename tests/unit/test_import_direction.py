@@ -5,9 +5,9 @@ third-party packages, and anything in a layer below it):
 
 0. leaves, shared by everyone: ``loadguard`` (the package: ``__version__``), ``errors``,
    ``durations``, ``clock``, ``rate``, ``stats``, ``observation``, ``slo``, ``window``,
-   ``stop_reason``, ``histogram``, ``decision_columns``, ``resources`` (the package data)
-   and ``jtl.sample`` (the ``SampleBatch`` and ``SampleSource`` types). A leaf imports
-   only other leaves.
+   ``stop_reason``, ``histogram``, ``decision_columns``, ``resources`` (the package data),
+   ``atomic_file``, ``signals`` and ``jtl.sample`` (the ``SampleBatch`` and
+   ``SampleSource`` types). A leaf imports only other leaves.
 1. ``jtl``: reading JTL files.
 2. ``actuator`` (pushing rates to JMeter; may read ``jtl``), ``policies`` (deciding
    rates), ``report`` (rendering a finished run; may read ``jtl``).
@@ -44,6 +44,8 @@ LEAVES = frozenset(
         "loadguard.decision_columns",
         "loadguard.jtl.sample",
         "loadguard.resources",
+        "loadguard.atomic_file",
+        "loadguard.signals",
     }
 )
 
