@@ -41,6 +41,9 @@ DATA_FILES = {
     "loadguard/data/plans/ffa_800.jmx",
     "loadguard/data/plans/tstctg_800.jmx",
     "loadguard/data/teastore/teastore-browse.jmx",
+    "loadguard/data/evaluation/report.md",
+    "loadguard/data/evaluation/setup-emulator.md",
+    "loadguard/data/evaluation/setup-teastore.md",
 }
 
 
