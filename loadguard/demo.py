@@ -16,36 +16,20 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from loadguard.dashboard import dashboard_for_run
-from loadguard.errors import UsageError
 from loadguard.jmeter.home import find_jmeter_home
 from loadguard.jmeter.install import install
 from loadguard.loop import LoopOutcome
 from loadguard.policies import DEFAULT_POLICY
+from loadguard.resources import elastic_plan
 from loadguard.sidecar import Paths, RunPlan, SidecarConfig, run_plan
 from loadguard.slo import SloSpec
 from loadguard.target.process import spawn_target
 
 log = logging.getLogger(__name__)
-
-TEMPLATES = Path(__file__).resolve().parent.parent / "jmx_templates"
-#: Where a regular (non-editable) install puts jmx_templates/ (pyproject data-files).
-INSTALLED_TEMPLATES = Path(sys.prefix) / "share" / "loadguard" / "jmx_templates"
-
-
-def elastic_plan() -> Path:
-    """The minimal elastic plan: the source tree's, else the installed copy."""
-    for folder in (TEMPLATES, INSTALLED_TEMPLATES):
-        plan = folder / "elastic_plan.jmx"
-        if plan.is_file():
-            return plan
-    raise UsageError(
-        f"jmx_templates/elastic_plan.jmx not found in {TEMPLATES} or {INSTALLED_TEMPLATES}"
-    )
 
 
 @dataclass(frozen=True)

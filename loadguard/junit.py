@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 from lxml import etree
 
+from loadguard.atomic_file import write_file
 from loadguard.errors import DecisionLogError
 from loadguard.summary import Summary
 
@@ -69,10 +68,6 @@ def junit_xml(summary: Summary, suite: str = "loadguard") -> bytes:
 def write_junit(path: Path, summary: Summary) -> None:
     data = junit_xml(summary)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
+        write_file(path, data)
     except OSError as exc:
         raise DecisionLogError(f"writing {path} failed: {exc.strerror or exc}") from exc

@@ -17,12 +17,10 @@ import glob
 import logging
 import os
 import shutil
-import signal
 import threading
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from types import FrameType
 from typing import Protocol
 
 import psutil
@@ -48,6 +46,7 @@ from loadguard.junit import write_junit
 from loadguard.loop import ControlLoop, EngineProbe, LoopOutcome, LoopSettings, TickResult
 from loadguard.outputs import DEFAULT_APPLICATION, OutputConfig, OutputSet, open_outputs
 from loadguard.policies import DEFAULT_POLICY, build_policy
+from loadguard.signals import on_signals
 from loadguard.slo import SloSpec
 from loadguard.stop_reason import StopReason
 from loadguard.summary import SummaryBuilder, write_json_atomic
@@ -140,25 +139,6 @@ def preflight(paths: Paths) -> None:
     # foreign file at that path fails here, before JMeter starts, not after.
     with DecisionLogWriter(paths.decisions):
         pass
-
-
-@contextlib.contextmanager
-def on_signals(handle: Callable[[], None]) -> Iterator[None]:
-    """SIGINT/SIGTERM call ``handle`` for the ``with`` block, then the old handlers are
-    back. Only the main thread can set handlers; elsewhere the block runs without."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, _frame: FrameType | None) -> None:
-        handle()
-
-    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
 
 
 def _actuator(cfg: SidecarConfig) -> Actuator:

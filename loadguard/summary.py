@@ -30,17 +30,15 @@ Definitions (docs/decision-log.md):
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
-import os
-import tempfile
 from collections import Counter, deque
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from loadguard.atomic_file import write_file
 from loadguard.capacity import UNKNOWN, CapacityEstimate
 from loadguard.decisions import DecisionRow
 from loadguard.errors import DecisionLogError
@@ -307,20 +305,11 @@ class SummaryBuilder:
 
 
 def write_json_atomic(path: Path, data: Mapping[str, Any]) -> None:
-    """Write JSON through a temporary file and rename: never half-written, and a failed
-    write leaves neither a partial file nor the temporary one behind."""
-    tmp: str | None = None
+    """Write JSON through the one atomic writer (``loadguard.atomic_file``): never
+    half-written, mode 0644, and a failed write leaves neither a partial file nor the
+    temporary one behind."""
+    text = json.dumps(data, indent=2, sort_keys=True) + "\n"
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, indent=2, sort_keys=True)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        write_file(path, text.encode())
     except OSError as exc:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
         raise DecisionLogError(f"writing {path} failed: {exc.strerror or exc}") from exc

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import logging
-import signal
 import sys
 from datetime import datetime
 from pathlib import Path
-from types import FrameType
 
 import click
 
@@ -29,6 +27,7 @@ from loadguard.evaluate.config import EvalConfig, teastore_overrides
 from loadguard.evaluate.harness import evaluate, rerender
 from loadguard.evaluate.schemes import SCHEMES, parse_schemes
 from loadguard.evaluate.targets import TARGETS
+from loadguard.signals import interrupt_on_signals
 
 
 def _rates(text: str) -> tuple[float, ...]:
@@ -39,10 +38,6 @@ def _rates(text: str) -> tuple[float, ...]:
     if not rates or any(r <= 0 for r in rates):
         raise UsageError("--sweep-rates: give positive rates in req/s")
     return rates
-
-
-def _terminate(signum: int, _frame: FrameType | None) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def _command_line() -> str:
@@ -192,7 +187,8 @@ def evaluate_cmd(
     if real and (seeds is not None or violation_budget is not None):
         raise UsageError("--seeds and --violation-budget: the simulator's suite only, not --real")
     if suite and real:
-        signal.signal(signal.SIGTERM, _terminate)  # unwinds: stops every target and JMeter
+        # SIGTERM unwinds like Ctrl-C, so every target and JMeter started is stopped.
+        click.get_current_context().with_resource(interrupt_on_signals())
         run_real_suite_command(
             plants=plants, policies=policies, duration=duration, doc=doc, out=out,
             command=_command_line(), render_only=render_only,
@@ -237,7 +233,7 @@ def evaluate_cmd(
     if cfg.sweep_warmup_s >= cfg.sweep_seconds:
         raise UsageError("--sweep-duration: must be longer than the 10 s warm-up")
     # SIGTERM unwinds like Ctrl-C, so every target and JMeter started is stopped.
-    signal.signal(signal.SIGTERM, _terminate)
+    click.get_current_context().with_resource(interrupt_on_signals())
     if render_only:
         if out is None:
             raise UsageError("--render-only: give --out, the folder of a finished evaluation")

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import click
 
+from loadguard.atomic_file import write_file
 from loadguard.cli.options import (
     initial_rate_option,
     max_rate_option,
@@ -28,17 +27,9 @@ def _read(path: Path) -> bytes:
 
 def _write_atomic(path: Path, data: bytes) -> None:
     """Write via a temporary file in the same folder: no half-written plan, ever."""
-    folder = path.parent if str(path.parent) else Path(".")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
+        write_file(path, data)
     except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.replace(tmp, path)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 

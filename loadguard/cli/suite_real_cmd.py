@@ -23,8 +23,9 @@ MIN_DURATION_S = 60.0
 
 
 def _commit() -> str:
-    """The checkout's commit, ``+dirty`` when a tracked file in loadguard/ is changed."""
-    root = Path(__file__).resolve().parents[2]
+    """The commit of the checkout it runs in (the current folder), ``+dirty`` when a tracked
+    file in loadguard/ is changed; ``unknown`` outside a checkout (an installed wheel)."""
+    root = Path.cwd()
     try:
         head = subprocess.run(
             ["git", "-C", str(root), "rev-parse", "--short", "HEAD"],

@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
-import math
-import signal
-from collections.abc import Callable
-
 import click
 
 from loadguard.cli.options import p95_option, plant_options, port_option
-from loadguard.durations import Seconds, format_duration
+from loadguard.durations import Seconds
 from loadguard.errors import UsageError
 from loadguard.simulate.features import parse_metastable, parse_outage, parse_warmup
 from loadguard.simulate.scenario import one_change
-from loadguard.target.capacity import CapacityEstimate
 from loadguard.target.distributions import ServiceDist, parse_dist
 from loadguard.target.model import ENDPOINTS, build_model
-from loadguard.target.pages import BASE
-from loadguard.target.process import TargetReady, format_ready_line
-from loadguard.target.runner import TargetServer
-from loadguard.target.server import EstimateCache
+from loadguard.target.serve import ServeOptions, serve
 
 #: The SLO whose lambda_star the target prints without --p95.
 DEFAULT_SLO_S = Seconds(0.3)
@@ -34,14 +25,6 @@ def _overrides(specs: tuple[str, ...]) -> dict[str, ServiceDist]:
             raise UsageError(f"bad --endpoint-service {spec!r}: expected NAME=DIST")
         out[name.strip()] = parse_dist(dist)
     return out
-
-
-def _finite(x: float) -> float | None:
-    return x if math.isfinite(x) else None
-
-
-def _rate(estimate: CapacityEstimate) -> str:
-    return f"{estimate.lambda_star_rps:.1f} req/s"
 
 
 @click.command("target")
@@ -106,10 +89,10 @@ def target(
     """
     if port < 0 or port > 65535:
         raise UsageError(f"--port must be 0..65535, got {port}")
-    change = one_change(changes)
     slo_s = DEFAULT_SLO_S if p95 is None else p95
     if slo_s <= 0:
         raise UsageError("--p95 must be > 0")
+    change = one_change(changes)
     model = build_model(
         "mmc" if kind == "mmc" else "shop",
         workers=workers,
@@ -122,79 +105,5 @@ def target(
         metastable=parse_metastable(metastable) if metastable else None,
         outage=parse_outage(outage) if outage else None,
     )
-    estimates = EstimateCache(model)
-    estimates.warm(slo_s)
-    now = estimates.get(slo_s, 0.95, model.workers)
-    degraded = estimates.get(slo_s, 0.95, model.degraded_workers)
-    services = sorted({model.service[name].spec() for name in model.mix_weights()})
-    echo = _echo
-    echo(
-        f"loadguard target: model={model.kind} workers={model.workers} queue={model.queue} "
-        f"service={'/'.join(services)} mean={model.mean_service_s * 1000:.1f}ms "
-        f"saturation={now.saturation_rps:.1f} req/s"
-    )
-    echo(
-        f"loadguard target: lambda_star={_rate(now)} for p95<={format_duration(slo_s)} "
-        f"({now.method}{' M/M/c' if now.method == 'analytic' else ', FcfsQueue'})"
-    )
-    if model.degrade_at_s is not None:
-        echo(
-            f"loadguard target: at {format_duration(model.degrade_at_s)} workers become "
-            f"{model.degraded_workers}: lambda_star={_rate(degraded)}"
-        )
-    for feature in ("warmup", "metastable", "outage"):
-        value = model.to_json()[feature]
-        if value is not None:
-            echo(f"loadguard target: {feature} {value} (lambda_star above ignores it)")
-    server = TargetServer(
-        model,
-        host=host,
-        port=port,
-        seed=seed,
-        estimates=estimates,
-        access_log=access_log,
-        default_slo_s=slo_s,
-    )
-
-    def ready(bound: int) -> None:
-        echo(
-            format_ready_line(
-                TargetReady(
-                    url=f"http://{host}:{bound}{BASE}/",
-                    port=bound,
-                    lambda_star_rps=_finite(now.lambda_star_rps),
-                    slo_ms=slo_s * 1000.0,
-                    quantile=0.95,
-                    method=now.method,
-                    workers=model.workers,
-                    degraded_workers=model.degraded_workers,
-                    lambda_star_degraded_rps=_finite(degraded.lambda_star_rps),
-                )
-            )
-        )
-
-    uptime = asyncio.run(_serve_until_signal(server, ready))
-    counters = server.counters()
-    echo(
-        f"loadguard target: stopped after {uptime:.1f}s: served {counters.served}, "
-        f"rejected {counters.rejected} (503)"
-    )
-
-
-def _echo(line: str) -> None:
-    click.echo(line)  # click.echo flushes: the ready line reaches a parent's pipe at once
-
-
-async def _serve_until_signal(server: TargetServer, ready: Callable[[int], None]) -> float:
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    bound = await server.start()
-    started = loop.time()
-    ready(bound)
-    try:
-        await stop.wait()
-    finally:
-        await server.stop()
-    return loop.time() - started
+    # click.echo flushes: the ready line reaches a parent's pipe at once.
+    serve(model, ServeOptions(host, port, seed, slo_s, access_log), say=click.echo)

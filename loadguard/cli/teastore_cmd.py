@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import re
-import signal
 import time
 from pathlib import Path
-from types import FrameType
 
 import click
 
 from loadguard.cli.options import DURATION, layout_option, port_option, rebuild_option
 from loadguard.durations import Seconds
 from loadguard.errors import UsageError
+from loadguard.signals import interrupt_on_signals
 from loadguard.teastore.build import ensure_build
 from loadguard.teastore.runner import TeaStoreOptions, running_teastore
-from loadguard.teastore.source import resolve_source
+from loadguard.teastore.source import SOURCE_ENV, resolve_source
 
 READY_PREFIX = "loadguard teastore ready:"
 _HEAP = re.compile(r"^[1-9][0-9]*[kmgKMG]?$")
@@ -29,29 +28,13 @@ def _info(line: str) -> None:
     click.echo(f"loadguard teastore: {line}", err=True)
 
 
-class _StopOnSignal:
-    """SIGINT/SIGTERM unwind once (KeyboardInterrupt); later ones are ignored so the
-    shutdown of the JVMs is never cut short."""
-
-    def __init__(self) -> None:
-        self.signum: int | None = None
-
-    def __call__(self, signum: int, _frame: FrameType | None) -> None:
-        if self.signum is None:
-            self.signum = signum
-            raise KeyboardInterrupt
-
-    def install(self) -> None:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, self)
-
-
 @click.command("teastore")
 @click.option(
     "--source",
     type=click.Path(path_type=Path),
-    help="TeaStore source: a folder or a .tar.gz (default: "
-    "../shared/teastore/teastore-1.4.2-src.tar.gz beside the checkout or the current folder).",
+    envvar=SOURCE_ENV,
+    show_envvar=True,
+    help="TeaStore 1.4.2's source: a folder or a .tar.gz (its GitHub release tarball).",
 )
 @port_option
 @layout_option
@@ -89,7 +72,8 @@ def teastore(
 
     \b
     Example:
-      loadguard teastore --port 8080
+      loadguard teastore --port 8080 --source teastore-1.4.2.tar.gz
+      export LOADGUARD_TEASTORE_SOURCE=teastore-1.4.2.tar.gz
       loadguard teastore --layout per-service --heap 256m --logs teastore-logs/
       loadguard run examples/teastore/teastore-browse.jmx --p95 500ms -- -Jport=8080
     """
@@ -100,8 +84,9 @@ def teastore(
     if max_threads < 1:
         raise UsageError(f"--max-threads must be >= 1, got {max_threads}")
     src = resolve_source(source)
-    stopper = _StopOnSignal()
-    stopper.install()
+    # SIGINT/SIGTERM unwind once (KeyboardInterrupt); later ones are ignored, so the
+    # shutdown of the JVMs is never cut short.
+    click.get_current_context().with_resource(interrupt_on_signals())
     try:
         built = ensure_build(src, force=rebuild, log=_info)
         how = "reused" if built.reused else f"built in {built.seconds:.0f}s"

@@ -1,5 +1,12 @@
 """docs/evaluation.md from the evaluation's results (pure: strings in, string out).
 
+The prose is ``loadguard/data/evaluation/report.md`` (and ``setup-emulator.md`` /
+``setup-teastore.md``), ``string.Template`` files; ``render`` fills them from the
+evaluation's data. The facts come from where they live: the full evaluation's shape from
+``EvalConfig``'s defaults, the plugin versions from ``jmeter.install.PLUGINS``, the window
+and minimum sample count from the run's ``SloSpec``, the browse plan's samplers from the
+plan, and the full evaluation's duration from this evaluation's own wall time per run.
+
 A hand-written block between ``<!-- notes -->`` and ``<!-- /notes -->`` in the previous
 file is carried over unchanged, so the discussion survives a re-run.
 """
@@ -9,12 +16,21 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from string import Template
+
+from lxml import etree
 
 from loadguard.evaluate.aggregate import Row, Stat, reduction
-from loadguard.evaluate.config import EvalConfig
+from loadguard.evaluate.config import TEASTORE_SWEEP, EvalConfig
 from loadguard.evaluate.lambda_star import SweepPoint
 from loadguard.evaluate.run_metrics import steady_cutoff_s
+from loadguard.evaluate.runner import slo_spec
 from loadguard.evaluate.schemes import SCHEMES
+from loadguard.jmeter.install import PLUGINS
+from loadguard.resources import data_file, teastore_browse_plan
+
+#: The jmeter-plugins versions ``loadguard jmeter install`` provisions, by artifact.
+PLUGIN_VERSIONS = {p.artifact: p.version for p in PLUGINS}
 
 NOTES = re.compile(r"<!-- notes -->.*?<!-- /notes -->", re.S)
 
@@ -72,227 +88,231 @@ def _label(name: str) -> str:
     return name if name in ("FFA", "TSTCTG") else f"LoadGuard {name}"
 
 
+def _kind(cfg: EvalConfig) -> str:
+    full = EvalConfig(out_dir=cfg.out_dir)
+    if cfg.quick:
+        return "QUICK smoke run (not an evaluation)"
+    if (
+        cfg.repetitions >= full.repetitions
+        and cfg.duration_s >= full.duration_s
+        and len(cfg.schemes) == len(SCHEMES)
+    ):
+        return "FULL evaluation"
+    return "REDUCED evaluation"
+
+
+def _full_run_estimate(report: Report, runs: int) -> str:
+    """``, ~H h on this machine`` for ``runs`` full-length runs, from this evaluation's own
+    mean wall time per run (its overhead beyond the run length kept); empty without it."""
+    walls = [w for w in (_f(r.get("wall_s")) for r in report.rows) if w is not None]
+    if not walls:
+        return ""
+    overhead = max(0.0, sum(walls) / len(walls) - report.cfg.duration_s)
+    hours = runs * (EvalConfig(out_dir=report.cfg.out_dir).duration_s + overhead) / 3600
+    return f", ~{hours:.1f} h on this machine"
+
+
+def _full_command(report: Report, kind: str) -> str:
+    """The paragraph naming the full evaluation's command, for a run that is not one."""
+    cfg = report.cfg
+    if kind.startswith("FULL"):
+        return ""
+    full = EvalConfig(out_dir=cfg.out_dir)
+    reps, secs = full.repetitions, f"{full.duration_s:g}"
+    shape = f"{len(SCHEMES)} schemes × {reps} repetitions × {secs} s"
+    if cfg.target_kind == "teastore":
+        sweep = len(TEASTORE_SWEEP)
+        estimate = _full_run_estimate(report, len(SCHEMES) * reps + sweep)
+        return (
+            f"Full evaluation ({shape} plus a {sweep}-point sweep, each on a fresh TeaStore"
+            f"{estimate}):\n\n```sh\nloadguard evaluate --target teastore --layout "
+            f"{cfg.teastore_layout} --repetitions {reps} --duration {secs}s "
+            "--doc docs/evaluation-teastore.md\n```\n\n"
+        )
+    estimate = _full_run_estimate(report, len(SCHEMES) * reps + len(full.sweep_rates))
+    return (
+        f"Full evaluation ({shape}{estimate}):\n\n```sh\nloadguard evaluate --repetitions "
+        f"{reps} --duration {secs}s --doc docs/evaluation.md\n```\n\n"
+    )
+
+
+def _setup(cfg: EvalConfig) -> str:
+    t, spec = cfg.target, slo_spec(cfg)
+    common = {
+        "p95_ms": f"{t.p95_ms:g}",
+        "error_pct": f"{cfg.error_rate * 100:g}",
+        "window_s": f"{spec.window_ms / 1000:g}",
+        "stress": f"{cfg.stress_rps:g}",
+        "threads": cfg.elastic_threads,
+        "initial_rate": f"{cfg.initial_rate:g}",
+        "tick_ms": cfg.tick_ms,
+    }
+    if cfg.target_kind != "teastore":
+        return _template("setup-emulator.md").substitute(
+            common,
+            workers=t.workers,
+            service_ms=f"{t.service_ms:g}",
+            queue=t.queue,
+            casutg=PLUGIN_VERSIONS["jmeter-plugins-casutg"],
+            tst=PLUGIN_VERSIONS["jmeter-plugins-tst"],
+        )
+    samplers = browse_samplers()
+    instances = (
+        "**one instance shared by every run and the sweep**: before every run and sweep "
+        "point after the first, the harness waits until it serves again and resets it with "
+        "TeaStore's own regeneration of its database, images and recommender "
+        "(`loadguard.teastore.reset`); the JVMs stay, so every run after the first meets a "
+        "warm JIT"
+        if cfg.share_target
+        else "a **new instance per run and per sweep point**: a freshly generated in-memory "
+        "database, a cold JIT"
+    )
+    return _template("setup-teastore.md").substitute(
+        common,
+        layout=cfg.teastore_layout,
+        instances=instances,
+        samplers=samplers,
+        arrivals=f"{cfg.stress_rps / samplers:g}",
+    )
+
+
+def _template(name: str) -> Template:
+    return Template(data_file("evaluation", name).read_text(encoding="utf-8"))
+
+
+def browse_samplers() -> int:
+    """The samplers of TeaStore's browse plan (one browse iteration), counted in it."""
+    tree = etree.parse(str(teastore_browse_plan()))
+    return len(tree.findall(".//HTTPSamplerProxy"))
+
+
+def _lines(items: Sequence[str]) -> str:
+    return "".join(items)
+
+
 def render(report: Report, previous: str | None = None) -> str:
+    """The report: ``loadguard/data/evaluation/report.md`` filled from the evaluation."""
     cfg = report.cfg
     names = [s.name for s in cfg.schemes]
     a = report.agg
-    kind = (
-        "QUICK smoke run (not an evaluation)"
-        if cfg.quick
-        else "FULL evaluation"
-        if cfg.repetitions >= 5 and cfg.duration_s >= 180 and len(names) == 6
-        else "REDUCED evaluation"
-    )
-    out: list[str] = []
-    w = out.append
-    on = "the real TeaStore" if cfg.target_kind == "teastore" else "the demo target"
-    w(f"# Evaluation: the paper's 800 req/s experiment on {on}\n\n")
-    w(
-        f"**{kind}**: {len(names)} schemes × {cfg.repetitions} repetition(s) × "
-        f"{cfg.duration_s:g} s runs, run {report.started} – {report.finished}."
-        + (
-            "\n"
-            if kind.startswith("FULL")
-            else f" The full evaluation is {len(SCHEMES)} schemes × 5 runs × 180 s; the command "
-            "for that is below. Read these figures with their spread and repetition count in "
-            "mind.\n"
-        )
-    )
-    w("\n## How it was produced\n\n")
-    w("```sh\n" + (cfg.command or "loadguard evaluate") + "\n```\n\n")
-    if not kind.startswith("FULL") and cfg.target_kind == "teastore":
-        w(
-            f"Full evaluation ({len(SCHEMES)} schemes × 5 repetitions × 180 s plus a 6-point "
-            f"sweep, each on a fresh TeaStore: ~{len(SCHEMES) * 35 / 60:.1f} h on this "
-            "machine):\n\n"
-            "```sh\n.venv/bin/python benchmarks/evaluate.py --target teastore "
-            f"--layout {cfg.teastore_layout} --repetitions 5 --duration 180s "
-            "--doc docs/evaluation-teastore.md\n```\n\n"
-        )
-    elif not kind.startswith("FULL"):
-        w(
-            f"Full evaluation ({len(SCHEMES)} schemes × 5 repetitions × 180 s, "
-            f"~{len(SCHEMES) * 20 / 60:.1f} h on this machine):\n\n"
-            "```sh\n.venv/bin/python benchmarks/evaluate.py --repetitions 5 --duration 180s "
-            "--doc docs/evaluation.md\n```\n\n"
-        )
-    w(f"Seed: {cfg.seed} (target seed of run k of scheme s: seed + 100·s + k). ")
-    w(f"CSV of every run: `{report.csv_path}`.\n\n")
-    w("Machine:\n\n" + "\n".join(f"* {m}" for m in report.machine) + "\n")
-    w(
-        "\nEach run's own folder (JTL, jmeter.log, decisions.csv, summary.json, "
-        f"windows.csv) is under `{cfg.out_dir}/runs/`, not committed.\n"
-    )
+    kind = _kind(cfg)
+    spec = slo_spec(cfg)
+    notes = None if previous is None else NOTES.search(previous)
+    fields = {
+        "stress": f"{cfg.stress_rps:g}",
+        "target_name": "the real TeaStore" if cfg.target_kind == "teastore" else "the demo target",
+        "kind": kind,
+        "n_schemes": len(names),
+        "repetitions": cfg.repetitions,
+        "duration_s": f"{cfg.duration_s:g}",
+        "started": report.started,
+        "finished": report.finished,
+        "kind_note": ""
+        if kind.startswith("FULL")
+        else f" The full evaluation is {len(SCHEMES)} schemes × "
+        f"{EvalConfig(out_dir=cfg.out_dir).repetitions} runs × "
+        f"{EvalConfig(out_dir=cfg.out_dir).duration_s:g} s; the command for that is below. "
+        "Read these figures with their spread and repetition count in mind.",
+        "command": cfg.command or "loadguard evaluate",
+        "full_command": _full_command(report, kind),
+        "seed": cfg.seed,
+        "csv_path": report.csv_path,
+        "machine": "\n".join(f"* {m}" for m in report.machine),
+        "out_dir": cfg.out_dir,
+        "setup": _setup(cfg),
+        "window_s": f"{spec.window_ms / 1000:g}",
+        "min_samples": spec.min_samples,
+        "steady_s": f"{steady_cutoff_s(cfg.duration_s, cfg.steady_after_s):g}",
+        "steady_after_s": f"{cfg.steady_after_s:g}",
+        "sweep_seconds": f"{cfg.sweep_seconds:g}",
+        "sweep_warmup_s": f"{cfg.sweep_warmup_s:g}",
+        "lambda_star": _num(report.lambda_star),
+        "bound": "" if report.lambda_star_bounded else " (a lower bound: no failing rate above it)",
+        "lambda_star_analytic": _num(report.lambda_star_analytic),
+        "sweep_rows": _sweep_rows(report),
+        "result_rows": _result_rows(a, names),
+        "efficiency_rows": _efficiency_rows(a, names),
+        "decisions": _decisions(cfg, a, names),
+        "paper": _paper_section(a, names),
+        "figures": _lines([_figure(key, path) for key, path in report.figures.items()]),
+        "run_rows": _lines([_run_row(r) for r in report.rows]),
+        "notes": notes.group(0)
+        if notes
+        else "<!-- notes -->\n## Discussion\n\n(Not written yet.)\n<!-- /notes -->",
+    }
+    return _template("report.md").substitute(fields)
 
-    t = cfg.target
-    w("\n## Set-up\n\n")
-    if cfg.target_kind == "teastore":
-        w(_teastore_setup(cfg))
-    else:
-        w(
-            f"* **Target**: `loadguard target --model mmc --workers {t.workers} --service "
-            f"{t.service_ms:g}ms --queue {t.queue}` (M/M/{t.workers}, exponential service "
-            f"{t.service_ms:g} ms, wait queue {t.queue}, then 503), a **new process per run** "
-            "(empty queue). Every request is `GET /tools.descartes.teastore.webui/`.\n"
-            f"* **SLO**: p95 ≤ {t.p95_ms:g} ms and error rate ≤ {cfg.error_rate * 100:g} %, "
-            "window 10 s.\n"
-            f"* **FFA**: `benchmarks/plans/ffa_800.jmx`: the real *bzm - Free-Form Arrivals "
-            f"Thread Group* (jmeter-plugins casutg 2.10), flat {cfg.stress_rps:g} arrivals/s, "
-            "concurrency limit 1000.\n"
-            f"* **TSTCTG**: `benchmarks/plans/tstctg_800.jmx`: the real *Throughput Shaping "
-            f"Timer* (tst 2.5) at {cfg.stress_rps:g} req/s, fed by the real *Concurrency Thread "
-            "Group* through `${__tstFeedback(tst800,1,1000,2)}`.\n"
-            "* **LoadGuard**: `loadguard run jmx_templates/elastic_plan.jmx` "
-            f"({cfg.elastic_threads} threads, the Elastic Timer), `--policy P --p95 "
-            f"{t.p95_ms:g}ms --error-rate {cfg.error_rate * 100:g}% --max-rate "
-            f"{cfg.stress_rps:g} --initial-rate {cfg.initial_rate:g}`, tick {cfg.tick_ms} ms, "
-            "each policy with its defaults.\n"
-        )
-    w("\n## Definitions (identical for every scheme)\n\n")
-    w(
-        "Every figure is computed from the scheme's own JTL by `loadguard.evaluate."
-        "run_metrics` with the sidecar's `Window` and `SloSpec` code; no scheme's own "
-        "report is used.\n\n"
-        "* t0 = the earliest sample start in the JTL; only samples **completing** in "
-        f"(t0, t0 + {cfg.duration_s:g} s] count (start-up and the stop fall outside).\n"
-        "* **p95-violation share** (the paper's SLO-violation rate): tumbling 10 s windows "
-        "(t0 + 10k, t0 + 10(k+1)] of completion time; a window with < 20 samples is not "
-        "judged; share = windows whose p95 exceeded the SLO / judged windows.\n"
-        "* mean / p95 / p99 / error rate: over all counted samples (numpy 'linear' "
-        "quantile). Successful throughput = successful counted samples / run length.\n"
-        "* **efficiency** = successful throughput / λ*; **steady-state efficiency** the same "
-        f"over (t0 + S, t0 + D] with S = {steady_cutoff_s(cfg.duration_s, cfg.steady_after_s):g}"
-        " s (120 s when at least 60 s remain after it, else half the run); **compliant "
-        "throughput** counts only the "
-        "successful samples of judged windows that met every SLO.\n"
-        "* **offered** = the scheme's own schedule integrated over the run (800/s for the "
-        "baselines, the commanded rate in force for LoadGuard); **started** = samples "
-        "started in [t0, t0 + D); **held back** = offered − started: arrivals FFA dropped "
-        "at its concurrency limit, per-second budget the TST never sent, rate the Elastic "
-        "Timer could not place. JTL latency leaves all of this out (coordinated omission).\n"
-    )
 
-    w("\n## λ*: fixed-rate step sweep (same session, same target configuration)\n\n")
-    w(
-        "Each rate held by the elastic plan's timer on a fresh target for "
-        f"{cfg.sweep_seconds:g} s, the first {cfg.sweep_warmup_s:g} s dropped; p95 over "
-        "the samples started after the warm-up.\n\n"
-    )
-    w("| offered (req/s) | achieved | p95 (ms) | errors | samples |\n|---|---|---|---|---|\n")
-    for p in sorted(report.sweep, key=lambda p: p.offered_rps):
-        w(
+def _decisions(cfg: EvalConfig, a: Mapping[str, Mapping[str, Stat]], names: list[str]) -> str:
+    """LoadGuard's decision counts and its targets, when LoadGuard ran."""
+    lg = [n for n in names if n not in ("FFA", "TSTCTG")]
+    decisions = ""
+    if lg:
+        decisions = (
+            "\n### LoadGuard decisions (mean per run)\n\n| policy | INCREASE | HOLD | DECREASE |\n"
+            "|---|---|---|---|\n"
+            + _lines(
+                [
+                    f"| {n} | {_ms(a[n]['increase'])} | {_ms(a[n]['hold'])} "
+                    f"| {_ms(a[n]['decrease'])} |\n"
+                    for n in lg
+                ]
+            )
+            + _targets(cfg, a, lg)
+        )
+    return decisions
+
+
+def _sweep_rows(report: Report) -> str:
+    return _lines(
+        [
             f"| {p.offered_rps:g} | {p.achieved_rps:.1f} | {p.p95_ms:.0f} | "
             f"{_pct(p.error_rate, 2)} | {p.samples} |\n"
-        )
-    bound = "" if report.lambda_star_bounded else " (a lower bound: no failing rate above it)"
-    w(
-        f"\n**λ* measured = {_num(report.lambda_star)} req/s**{bound} (p95 interpolated "
-        f"to the SLO between the last passing and first failing rate); analytic M/M/c "
-        f"(Erlang C, Poisson arrivals) = {_num(report.lambda_star_analytic)} req/s. "
-        "Efficiencies below use the measured value.\n"
+            for p in sorted(report.sweep, key=lambda p: p.offered_rps)
+        ]
     )
 
-    w("\n## Results in the paper's shape (mean ± sd over repetitions)\n\n")
-    w(
-        "| scheme | mean RT (ms) | p95 (ms) | p99 (ms) | p95-violation share | "
-        "error rate | successful throughput (req/s) |\n|---|---|---|---|---|---|---|\n"
+
+def _result_rows(a: Mapping[str, Mapping[str, Stat]], names: list[str]) -> str:
+    return _lines(
+        [
+            f"| {_label(n)} | {_ms(a[n]['mean_ms'])} | {_ms(a[n]['p95_ms'])} "
+            f"| {_ms(a[n]['p99_ms'])} | {_pms(a[n]['violation_share_p95'])} "
+            f"| {_pms(a[n]['error_rate'], 2)} | {_ms(a[n]['ok_rps'], 1)} |\n"
+            for n in names
+        ]
     )
-    for n in names:
-        s = a[n]
-        w(
-            f"| {_label(n)} | {_ms(s['mean_ms'])} | {_ms(s['p95_ms'])} | {_ms(s['p99_ms'])} "
-            f"| {_pms(s['violation_share_p95'])} | {_pms(s['error_rate'], 2)} "
-            f"| {_ms(s['ok_rps'], 1)} |\n"
-        )
-    w("\n## What the paper lacks: efficiency, offered vs achieved\n\n")
-    w(
-        "| scheme | efficiency | steady-state eff. | compliant throughput (req/s) | "
-        "offered (req/s) | started (req/s) | held back | max threads | JMeter CPU (cores) |"
-        "\n|---|---|---|---|---|---|---|---|---|\n"
+
+
+def _efficiency_rows(a: Mapping[str, Mapping[str, Stat]], names: list[str]) -> str:
+    return _lines(
+        [
+            f"| {_label(n)} | {_pms(a[n]['efficiency'])} | {_pms(a[n]['steady_efficiency'])} "
+            f"| {_ms(a[n]['compliant_ok_rps'], 1)} | {_ms(a[n]['offered_rps'], 1)} "
+            f"| {_ms(a[n]['started_rps'], 1)} | {_pms(a[n]['held_back_share'])} "
+            f"| {_ms(a[n]['max_threads'])} | {_ms(a[n]['jmeter_cpu_cores'], 2)} |\n"
+            for n in names
+        ]
     )
-    for n in names:
-        s = a[n]
-        w(
-            f"| {_label(n)} | {_pms(s['efficiency'])} | {_pms(s['steady_efficiency'])} "
-            f"| {_ms(s['compliant_ok_rps'], 1)} | {_ms(s['offered_rps'], 1)} "
-            f"| {_ms(s['started_rps'], 1)} | {_pms(s['held_back_share'])} "
-            f"| {_ms(s['max_threads'])} | {_ms(s['jmeter_cpu_cores'], 2)} |\n"
-        )
-    lg = [n for n in names if n not in ("FFA", "TSTCTG")]
-    if lg:
-        w("\n### LoadGuard decisions (mean per run)\n\n| policy | INCREASE | HOLD | DECREASE |\n")
-        w("|---|---|---|---|\n")
-        for n in lg:
-            s = a[n]
-            w(f"| {n} | {_ms(s['increase'])} | {_ms(s['hold'])} | {_ms(s['decrease'])} |\n")
-        w(_targets(cfg, a, lg))
-    w(_paper_section(a, names))
-    w("\n## Time series\n\n")
-    for key, path in report.figures.items():
-        title = "All schemes, repetition 1" if key == "overview" else _label(key)
-        w(f"### {title}\n\n![{title}]({path})\n\n")
-    w("\n## Every run\n\n")
-    w(
-        "| scheme | rep | seed | p95 (ms) | p95-viol. | errors | ok/s | steady eff. | "
-        "held back | load avg start→end | covered |\n" + "|---" * 11 + "|\n"
+
+
+def _figure(key: str, path: str) -> str:
+    title = "All schemes, repetition 1" if key == "overview" else _label(key)
+    return f"### {title}\n\n![{title}]({path})\n\n"
+
+
+def _run_row(r: Row) -> str:
+    return (
+        f"| {r['scheme']} | {r['rep']} | {r['seed']} | {_num(_f(r['p95_ms']), 0)} "
+        f"| {_pct(_f(r['violation_share_p95']), 0)} | {_pct(_f(r['error_rate']), 2)} "
+        f"| {_num(_f(r['ok_rps']))} | {_pct(_f(r['steady_efficiency']), 0)} "
+        f"| {_pct(_f(r['held_back_share']), 0)} "
+        f"| {_num(_f(r['load_start']))}→{_num(_f(r['load_end']))} | {r['covered']} |\n"
     )
-    for r in report.rows:
-        w(
-            f"| {r['scheme']} | {r['rep']} | {r['seed']} | {_num(_f(r['p95_ms']), 0)} "
-            f"| {_pct(_f(r['violation_share_p95']), 0)} | {_pct(_f(r['error_rate']), 2)} "
-            f"| {_num(_f(r['ok_rps']))} | {_pct(_f(r['steady_efficiency']), 0)} "
-            f"| {_pct(_f(r['held_back_share']), 0)} "
-            f"| {_num(_f(r['load_start']))}→{_num(_f(r['load_end']))} | {r['covered']} |\n"
-        )
-    notes = None if previous is None else NOTES.search(previous)
-    w(
-        "\n"
-        + (
-            notes.group(0)
-            if notes
-            else "<!-- notes -->\n## Discussion\n\n(Not written yet.)\n<!-- /notes -->"
-        )
-        + "\n"
-    )
-    return "".join(out)
 
 
 def _f(v: object) -> float | None:
     return float(v) if isinstance(v, int | float) else None
-
-
-def _teastore_setup(cfg: EvalConfig) -> str:
-    t = cfg.target
-    n = 8  # samplers per browse iteration
-    return (
-        f"* **Target**: the real TeaStore, `loadguard teastore --layout {cfg.teastore_layout}`"
-        " (the cached build; docs/teastore.md), "
-        + (
-            "**one instance shared by every run and the sweep**: before every run and "
-            "sweep point after the first, the harness waits until it serves again and "
-            "resets it with TeaStore's own regeneration of its database, images and "
-            "recommender (`loadguard.teastore.reset`); the JVMs stay, so every run after "
-            "the first meets a warm JIT"
-            if cfg.share_target
-            else "a **new instance per run and per sweep point**: a freshly generated "
-            "in-memory database, a cold JIT"
-        )
-        + ". Every plan is "
-        "`examples/teastore/teastore-browse.jmx` (TeaStore's browse profile, 8 samplers; "
-        "rates count samples, about 1.5 HTTP requests each).\n"
-        f"* **SLO**: p95 ≤ {t.p95_ms:g} ms and error rate ≤ {cfg.error_rate * 100:g} %, "
-        "window 10 s.\n"
-        "* **FFA**: the browse samplers under `benchmarks/plans/ffa_800.jmx`'s real *bzm - "
-        f"Free-Form Arrivals Thread Group*, {cfg.stress_rps / n:g} arrivals/s (each runs the "
-        f"{n} samplers once: {cfg.stress_rps:g} samples/s), concurrency limit 1000 "
-        "(`loadguard.evaluate.teastore_plans`).\n"
-        "* **TSTCTG**: the browse samplers under `tstctg_800.jmx`'s real *Concurrency Thread "
-        f"Group* and *Throughput Shaping Timer* at {cfg.stress_rps:g} samples/s.\n"
-        "* **LoadGuard**: `loadguard run examples/teastore/teastore-browse.jmx` "
-        f"({cfg.elastic_threads} users, its Elastic Timer), `--policy P --p95 {t.p95_ms:g}ms "
-        f"--error-rate {cfg.error_rate * 100:g}% --max-rate {cfg.stress_rps:g} "
-        f"--initial-rate {cfg.initial_rate:g}`, tick {cfg.tick_ms} ms.\n"
-    )
 
 
 def _targets(cfg: EvalConfig, a: Mapping[str, Mapping[str, Stat]], lg: Sequence[str]) -> str:

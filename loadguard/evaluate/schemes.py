@@ -14,8 +14,7 @@ from typing import Literal
 
 from loadguard.errors import UsageError
 from loadguard.policies import DEFAULT_POLICY
-
-PLANS_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "plans"
+from loadguard.resources import baseline_plan
 
 
 @dataclass(frozen=True)
@@ -23,14 +22,14 @@ class Scheme:
     name: str
     kind: Literal["baseline", "loadguard"]
     label: str
-    plan: str | None = None  # baseline plan file in PLANS_DIR
+    plan: str | None = None  # baseline plan file in loadguard/data/plans
     policy: str | None = None  # LoadGuard policy name
 
     @property
     def plan_path(self) -> Path:
         if self.plan is None:
             raise UsageError(f"scheme {self.name} has no baseline plan")
-        return PLANS_DIR / self.plan
+        return baseline_plan(self.plan)
 
 
 SCHEMES: tuple[Scheme, ...] = (

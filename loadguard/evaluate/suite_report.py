@@ -62,9 +62,12 @@ def default_out(doc: Path, data: dict[str, Any]) -> Path:
 
 
 def commit() -> str | None:
-    """The commit of the checkout the running code is in, "+changes" if its ``loadguard``
-    package differs from it (the documents it writes do not count); ``None`` outside git."""
-    package = Path(__file__).resolve().parents[1]
+    """The commit of the checkout the command runs in, "+changes" if its ``loadguard``
+    package differs from it (the documents it writes do not count); ``None`` outside a
+    checkout (an installed wheel reads no path outside itself)."""
+    package = Path.cwd() / "loadguard"
+    if not package.is_dir():
+        return None
 
     def git(*args: str) -> str:
         return subprocess.run(

@@ -20,24 +20,24 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from loadguard.demo import elastic_plan
-from loadguard.errors import EngineError, UsageError
+from loadguard.errors import EngineError
 from loadguard.evaluate.config import TARGET_PATH, EvalConfig
 from loadguard.evaluate.schemes import Scheme
 from loadguard.evaluate.teastore_plans import browse_baseline
-from loadguard.sidecar import on_signals
+from loadguard.resources import elastic_plan, teastore_browse_plan
+from loadguard.signals import interrupt_on_signals
 from loadguard.target.process import spawn_target
 from loadguard.teastore.process import spawn_teastore
 from loadguard.teastore.reset import reset_teastore
 from loadguard.teastore.runner import login_works, pages_work
+from loadguard.teastore.source import resolve_source, source_from_env
 
 log = logging.getLogger(__name__)
 
-BROWSE_PLAN = Path(__file__).resolve().parents[2] / "examples" / "teastore" / "teastore-browse.jmx"
 TARGETS = ("emulator", "teastore")
 
 
@@ -53,7 +53,8 @@ class OpenTarget:
 def open_target(cfg: EvalConfig, seed: int) -> Iterator[OpenTarget]:
     """A fresh target for one run or sweep point; stopped on the way out."""
     if cfg.target_kind == "teastore":
-        with spawn_teastore(["--layout", cfg.teastore_layout]) as store:
+        source = resolve_source(source_from_env()).path  # one line, before a child starts
+        with spawn_teastore(["--layout", cfg.teastore_layout, "--source", str(source)]) as store:
             yield OpenTarget(store.port, None, round(time.time() * 1000))
     else:
         args = [*cfg.target_args, "--seed", str(seed)] if cfg.target_args else cfg.target.args(seed)
@@ -93,21 +94,11 @@ class Targets:
         self._stack.close()
 
     def __enter__(self) -> Targets:
-        self._stack.enter_context(interrupt_on_sigterm())
+        self._stack.enter_context(interrupt_on_signals())
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _interrupt() -> None:
-    raise KeyboardInterrupt
-
-
-def interrupt_on_sigterm() -> AbstractContextManager[None]:
-    """SIGTERM raises ``KeyboardInterrupt`` in the ``with`` block, as Ctrl-C does
-    (``sidecar.on_signals``: main thread only, the old handlers back afterwards)."""
-    return on_signals(_interrupt)
 
 
 #: How long a shared target may take to drain the previous run's load.
@@ -145,12 +136,6 @@ def reset_shared(cfg: EvalConfig, target: OpenTarget) -> float:
     return took
 
 
-def _browse() -> Path:
-    if not BROWSE_PLAN.is_file():
-        raise UsageError(f"--target teastore needs {BROWSE_PLAN} (run from a checkout)")
-    return BROWSE_PLAN
-
-
 def target_props(cfg: EvalConfig, port: int) -> dict[str, str]:
     """Where every plan of this target sends its requests."""
     if cfg.uses_browse_plan:
@@ -168,11 +153,12 @@ def elastic_props(cfg: EvalConfig, duration_s: float) -> dict[str, str]:
 
 
 def elastic_plan_for(cfg: EvalConfig) -> Path:
-    return _browse() if cfg.uses_browse_plan else elastic_plan()
+    return teastore_browse_plan() if cfg.uses_browse_plan else elastic_plan()
 
 
 def baseline_plan_for(cfg: EvalConfig, scheme: Scheme, run_dir: Path) -> Path:
     """The baseline's plan; for TeaStore, written into the run's folder."""
     if cfg.target_kind != "teastore":
         return scheme.plan_path
-    return browse_baseline(_browse(), scheme.plan_path, cfg.stress_rps, run_dir / "plan.jmx")
+    plan = run_dir / "plan.jmx"
+    return browse_baseline(teastore_browse_plan(), scheme.plan_path, cfg.stress_rps, plan)

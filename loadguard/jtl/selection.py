@@ -120,9 +120,12 @@ class RowSelector:
                     prev_root = root.get(p, prev_label)
                 else:
                     # The thread's last row from an earlier chunk; a CSV reader that only
-                    # started reading thread names with this chunk filed it under "".
+                    # started reading thread names with this chunk filed it under "". Both
+                    # are asked: the named entry may predate the unnamed one.
                     thread = str(threads[rows.thread_code[i]])
-                    prev_label, prev_root = self._last.get(thread) or self._last.get("", ("", ""))
+                    known = [q for q in (self._last.get(thread), self._last.get("")) if q]
+                    hit = next((q for q in known if parent and parent in q), None)
+                    prev_label, prev_root = hit or (known[0] if known else ("", ""))
                 if parent and parent in (prev_label, prev_root):
                     sub[i] = True
                     root[i] = prev_root

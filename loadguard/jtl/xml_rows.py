@@ -3,13 +3,16 @@
 JMeter writes ``<testResults version="1.2">`` and then one element per sample,
 ``<httpSample .../>`` or ``<sample ...>``, starting at column 0; sub-results are nested
 (indented) inside their parent, and ``</testResults>`` is written only when the test ends.
+Some writers indent the top-level elements too (two spaces, the nested ones deeper): the
+first sample element's indentation is taken as the top level's.
 Attributes used: ``ts`` (start, ms), ``t`` (elapsed), ``s`` (success), ``lb`` (label),
 ``rm`` (message), ``tn`` (thread), ``na`` (all threads).
 
-The stream is cut into top-level sample elements (a start tag at column 0 up to the next
-one). Complete elements are parsed with lxml, many at a time; when a group fails to
-parse, its elements are parsed one by one and each broken one counts as one bad row, so
-garbage never stops the reader (an incremental parser, once broken, would stop for good).
+The stream is cut into top-level sample elements (a start tag at the top level's
+indentation up to the next one). Complete elements are parsed with lxml, many at a time;
+when a group fails to parse, its elements are parsed one by one and each broken one
+counts as one bad row, so garbage never stops the reader (an incremental parser, once
+broken, would stop for good).
 
 Rows come out in document order, parent first. Each request counts once: a *generated
 parent* holds the results of the samplers under it as children, and those are samplers'
@@ -36,6 +39,7 @@ for rare references to high code points, a UTF-8 check.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from datetime import tzinfo
@@ -58,8 +62,20 @@ log = logging.getLogger(__name__)
 _SAMPLE_TAGS = frozenset(["httpSample", "sample"])
 #: A negative elapsed (``t="-123"``): JMeter never set the sample's end (raw_rows.CUT_SHORT).
 _CUT_SHORT_T = re.compile(r"-\d+$")
-_TOP_START = re.compile(rb"(?m)^<(?:httpSample|sample)[\s/>]")
-_TOP_END_TAG = re.compile(rb"(?m)^(?:</httpSample>|</sample>)[ \t\r]*$")
+#: The first sample element of a file, whatever its indentation (group 1).
+_ANY_START = re.compile(rb"(?m)^([ \t]*)<(?:httpSample|sample)[\s/>]")
+
+
+@functools.cache
+def _top_level(indent: bytes) -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
+    """The start and the end tag of a top-level sample element indented by ``indent``."""
+    at = re.escape(indent)
+    return (
+        re.compile(rb"(?m)^" + at + rb"<(?:httpSample|sample)[\s/>]"),
+        re.compile(rb"(?m)^" + at + rb"(?:</httpSample>|</sample>)[ \t\r]*$"),
+    )
+
+
 _DOC_END = re.compile(rb"(?m)^</testResults>")
 _PROLOG = re.compile(rb"^\s*(?:<\?xml[^>]*\?>\s*)?(?:<\?[^>]*\?>\s*)*(?:<testResults[^>]*>)?\s*$")
 
@@ -132,6 +148,9 @@ class XmlStreamDecoder:
         self.illegal_chars = 0
         self.transaction_labels: set[str] = set()
         self._buf = b""
+        #: The top level's indentation, from the first sample element (column 0 till then).
+        self._indent: bytes | None = None
+        self._top_start, self._top_end = _top_level(b"")
         self._parser = etree.XMLParser(huge_tree=True, resolve_entities=False, no_network=True)
 
     @property
@@ -156,6 +175,12 @@ class XmlStreamDecoder:
         blocks: list[bytes] = []
         buf = self._buf
         pos = 0
+        if self._indent is None:
+            first = _ANY_START.search(buf)
+            if first is not None:
+                self._indent = first.group(1)
+                self._top_start, self._top_end = _top_level(self._indent)
+        top_start, top_end = self._top_start, self._top_end
         # The first document end at or after a position, searched again only once that
         # position has passed it: one scan of the buffer, not one per element.
         doc_end_seen = _DOC_END.search(buf)
@@ -167,7 +192,7 @@ class XmlStreamDecoder:
             return doc_end_seen
 
         while True:
-            m = _TOP_START.search(buf, pos)
+            m = top_start.search(buf, pos)
             doc_end = doc_end_from(pos)
             found = [x.start() for x in (m, doc_end) if x is not None]
             limit = min(found) if found else len(buf)
@@ -180,17 +205,19 @@ class XmlStreamDecoder:
                 pos = len(buf)  # the end of the document: nothing after it matters
                 break
             if m is None:
-                pos = limit
+                # Keep trailing blanks: they may be the indentation of an element whose
+                # start tag is still arriving.
+                pos = limit if final else limit - (len(gap) - len(gap.rstrip(b" \t")))
                 break
             start = m.start()
-            following = (_TOP_START.search(buf, m.end()), doc_end_from(m.end()))
+            following = (top_start.search(buf, m.end()), doc_end_from(m.end()))
             nxt = [x.start() for x in following if x is not None]
             bound = min(nxt) if nxt else None
             nl = buf.find(b"\n", start)
             if nl >= 0 and buf[start:nl].rstrip().endswith(b"/>"):
                 end = nl + 1
             else:
-                close = _TOP_END_TAG.search(buf, m.end(), bound if bound is not None else len(buf))
+                close = top_end.search(buf, m.end(), bound if bound is not None else len(buf))
                 if close is not None:
                     end = close.end()
                     if buf[end : end + 1] == b"\n":

@@ -1,8 +1,8 @@
 """Where the TeaStore source is, and the hash that names its cached build.
 
-The source is a tree (a checkout or an extracted archive) or a ``.tar.gz`` of one. With
-no ``--source``, ``../shared/teastore/teastore-1.4.2-src.tar.gz`` is looked for relative
-to the LoadGuard checkout and to the current folder.
+The source is a tree (a checkout or an extracted archive) or a ``.tar.gz`` of one, given
+by ``--source`` or ``$LOADGUARD_TEASTORE_SOURCE`` (``SOURCE_ENV``). There is no default:
+without one, the error says where TeaStore 1.4.2's source comes from (``RELEASE_URL``).
 
 The cache key is a SHA-256 over the recipe (Tomcat and HSQLDB versions, the Maven
 command) and the source: a tarball's bytes, or for a tree every file's relative path and
@@ -12,13 +12,21 @@ bytes in sorted order (``target/`` and ``.git/`` skipped, as a build writes ther
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from loadguard.errors import UsageError
 
-DEFAULT_TARBALL = Path("..") / "shared" / "teastore" / "teastore-1.4.2-src.tar.gz"
+#: The environment variable that stands for ``--source`` (the tests read it too).
+SOURCE_ENV = "LOADGUARD_TEASTORE_SOURCE"
+#: TeaStore 1.4.2's source tarball, as GitHub serves the release's tag.
+RELEASE_URL = "https://github.com/DescartesResearch/TeaStore/archive/refs/tags/v1.4.2.tar.gz"
+NO_SOURCE = (
+    f"no TeaStore source: download TeaStore 1.4.2's source tarball ({RELEASE_URL}) and "
+    f"pass it with --source FILE (or set {SOURCE_ENV}=FILE)"
+)
 _SKIP_DIRS = frozenset({"target", ".git"})
 
 
@@ -28,29 +36,17 @@ class Source:
     is_archive: bool
 
 
-def _checkout_root() -> Path:
-    """The LoadGuard checkout (the folder holding the ``loadguard`` package)."""
-    return Path(__file__).resolve().parents[2]
+def source_from_env() -> Path | None:
+    """``$LOADGUARD_TEASTORE_SOURCE`` as a path, for a caller that spawns ``loadguard
+    teastore`` and wants a missing source to fail before the child starts."""
+    given = os.environ.get(SOURCE_ENV, "")
+    return Path(given) if given else None
 
 
-def default_candidates(cwd: Path | None = None) -> list[Path]:
-    here = Path.cwd() if cwd is None else cwd
-    seen: list[Path] = []
-    for base in (_checkout_root(), here):
-        cand = (base / DEFAULT_TARBALL).resolve()
-        if cand not in seen:
-            seen.append(cand)
-    return seen
-
-
-def resolve_source(given: Path | None, cwd: Path | None = None) -> Source:
+def resolve_source(given: Path | None) -> Source:
     """The source to build; raises ``UsageError`` (exit 2) when there is none."""
     if given is None:
-        for cand in default_candidates(cwd):
-            if cand.is_file():
-                return Source(cand, True)
-        tried = ", ".join(str(c) for c in default_candidates(cwd))
-        raise UsageError(f"no TeaStore source: give --source DIR|TARBALL (looked for {tried})")
+        raise UsageError(NO_SOURCE)
     path = given.expanduser().resolve()
     if path.is_dir():
         if not (path / "pom.xml").is_file() or not (path / "services").is_dir():

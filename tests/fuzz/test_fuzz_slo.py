@@ -17,6 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from loadguard.jtl.sample import SampleBatch
+from loadguard.observation import Zone
 from loadguard.slo import SloSpec
 from loadguard.window import Window
 from tests.fuzz.harness import budget, mutated, ours_or_ok, seed_ids, seeds
@@ -96,11 +97,26 @@ _BATCH = SampleBatch.of(
 
 
 def _usable(spec: SloSpec) -> None:
-    """A spec that was built must judge a window (with its label rules) without error."""
+    """A spec that was built judges a window as it says: NO_DATA below its minimum count;
+    else exactly the overall thresholds the window's values exceed are breaches, the zone
+    follows from the breaches and near misses, and the pressure is a number >= 0."""
+    now = _N * 10 + 1000
     window = Window(spec.window_ms)
     window.add(_BATCH)
-    obs = spec.evaluate(window.stats(_N * 10 + 1000), _N * 10 + 1000, 1.0)
-    assert obs.zone is not None
+    stats = window.stats(now)
+    obs = spec.evaluate(stats, now, 1.0)
+    if stats.overall.count < spec.min_samples:
+        assert obs.zone is Zone.NO_DATA and obs.breaches == () and obs.pressure is None
+        return
+    exceeded = set()
+    for t in spec.limits:
+        value = stats.overall.metric(t.metric)
+        if value is not None and value > t.limit:
+            exceeded.add(t.metric)
+    assert {b for b in obs.breaches if not b.startswith("label=")} == exceeded
+    zone = Zone.BREACH if obs.breaches else Zone.NEAR if obs.near else Zone.SAFE
+    assert obs.zone is zone
+    assert obs.pressure is not None and obs.pressure >= 0.0  # NaN fails this too
 
 
 def _build(mapping: dict[str, Any]) -> None:

@@ -18,6 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from loadguard.evaluate.schemes import BY_NAME
@@ -88,8 +89,29 @@ def test_open_loop_baselines_saturate_the_target_and_hold_load_back(
     assert 200 < int(row["max_threads"]) <= 1002
 
 
+def _completed_within(jtl: Path, duration_s: float) -> tuple[list[int], int]:
+    """Elapsed ms of the samples completed in (t0, t0 + duration], t0 the first start, and
+    how many failed: read with the csv module, not loadguard's readers."""
+    with jtl.open(newline="") as fh:
+        rows = [(int(r["timeStamp"]), int(r["elapsed"]), r["success"]) for r in csv.DictReader(fh)]
+    t0 = min(ts for ts, _el, _ok in rows)
+    done = [(el, ok) for ts, el, ok in rows if t0 < ts + el <= t0 + duration_s * 1000]
+    return [el for el, _ok in done], sum(ok != "true" for _el, ok in done)
+
+
 def test_loadguard_run_is_judged_by_the_same_windows_and_holds_the_slo(quick_run: Path) -> None:
     row = runs(quick_run)[DEFAULT_POLICY]
+    # The SLO is p95 <= 250 ms and errors <= 1 %: no judged window broke it, and the run's
+    # own p95 and error rate, recomputed from its JTL, are within it and as reported.
+    assert int(row["windows"]) == 2 and int(row["windows_violating_p95"]) == 0
+    assert float(row["violation_share_p95"]) == 0.0
+    elapsed, failed = _completed_within(
+        quick_run / "runs" / f"{DEFAULT_POLICY}-1" / "results.jtl", float(row["duration_s"])
+    )
+    p95 = float(np.quantile(np.asarray(elapsed, dtype=np.float64), 0.95))
+    assert p95 <= 250.0
+    assert float(row["p95_ms"]) == pytest.approx(p95)
+    assert float(row["error_rate"]) == pytest.approx(failed / len(elapsed))
     assert float(row["error_rate"]) <= 0.01
     assert float(row["held_back_share"]) < 0.2
     assert int(row["increase"]) + int(row["hold"]) + int(row["decrease"]) > 0

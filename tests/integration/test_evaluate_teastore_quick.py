@@ -20,7 +20,7 @@ import pytest
 
 from loadguard.jmeter.home import JMeterHome
 from loadguard.policies import DEFAULT_POLICY
-from tests.integration.test_teastore_real import _source
+from tests.teastore_source import teastore_source
 
 pytestmark = [pytest.mark.jmeter, pytest.mark.slow]
 
@@ -29,7 +29,7 @@ TIMEOUT_S = 2400
 
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory: pytest.TempPathFactory, jmeter_home: JMeterHome) -> Path:
-    _source()  # skip (or fail under LOADGUARD_REQUIRE_JMETER=1) without TeaStore's source
+    teastore_source()  # skip (or fail under LOADGUARD_REQUIRE_TEASTORE=1) without it
     out = tmp_path_factory.mktemp("evaluate-teastore")
     argv = [sys.executable, "-m", "loadguard", "evaluate", "--quick", "--target", "teastore"]
     proc = subprocess.Popen(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import queue
 import re
 import signal
@@ -27,9 +26,9 @@ import psutil
 import pytest
 
 from loadguard.jmeter.home import JMeterHome
-from loadguard.teastore.source import default_candidates
 from tests.integration.test_teastore_example import PLAN, SAMPLERS
 from tests.jmeter_runner import read_jtl, run_jmeter
+from tests.teastore_source import teastore_source
 
 pytestmark = [pytest.mark.jmeter, pytest.mark.slow]
 
@@ -45,16 +44,6 @@ class Served:
     output: list[str] = field(default_factory=list)
 
 
-def _source() -> Path:
-    for cand in default_candidates():
-        if cand.is_file():
-            return cand
-    message = "no TeaStore source (../shared/teastore/teastore-1.4.2-src.tar.gz)"
-    if os.environ.get("LOADGUARD_REQUIRE_JMETER") == "1":
-        pytest.fail(message)
-    pytest.skip(message)
-
-
 def _tomcat_jvms(pid: int) -> list[psutil.Process]:
     try:
         children = psutil.Process(pid).children(recursive=True)
@@ -67,7 +56,7 @@ def _tomcat_jvms(pid: int) -> list[psutil.Process]:
 def serve(logs: Path, *options: str) -> Iterator[Served]:
     """``loadguard teastore --port 0 OPTIONS`` as a child; yields once it is ready."""
     argv = [sys.executable, "-m", "loadguard", "teastore", "--port", "0"]
-    argv += ["--source", str(_source()), "--logs", str(logs), *options]
+    argv += ["--source", str(teastore_source()), "--logs", str(logs), *options]
     proc = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
     )

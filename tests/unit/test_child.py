@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from loadguard.evaluate.targets import interrupt_on_sigterm
+from loadguard.signals import interrupt_on_signals
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl")
 
@@ -53,13 +53,13 @@ def test_a_child_gets_its_signal_when_a_killed_parent_dies() -> None:
 
 
 def test_sigterm_interrupts_an_evaluation_like_ctrl_c() -> None:
-    with pytest.raises(KeyboardInterrupt), interrupt_on_sigterm():
+    with pytest.raises(KeyboardInterrupt), interrupt_on_signals():
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(5)  # the handler raises before this ends
 
 
 def test_the_old_sigterm_handler_is_back_afterwards() -> None:
     before = signal.getsignal(signal.SIGTERM)
-    with interrupt_on_sigterm():
+    with interrupt_on_signals():
         assert signal.getsignal(signal.SIGTERM) is not before
     assert signal.getsignal(signal.SIGTERM) is before

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,7 @@ from loadguard.evaluate.offered import OfferedSchedule
 from loadguard.evaluate.run_metrics import run_metrics
 from loadguard.evaluate.runner import RunRecord, read_points, write_points
 from loadguard.evaluate.schemes import SCHEMES, parse_schemes
+from loadguard.jmeter.install import PLUGINS
 from loadguard.jtl.sample import SampleBatch
 from loadguard.slo import SloSpec
 
@@ -227,3 +229,44 @@ def test_fresh_targets_keep_the_canonical_order(tmp_path: Path) -> None:
     schemes = parse_schemes(["FFA,TSTCTG,knee"])
     fresh = EvalConfig(out_dir=tmp_path, schemes=schemes)
     assert [s.name for _i, s in run_order(fresh)] == ["FFA", "TSTCTG", "knee"]
+
+
+def test_a_run_of_every_scheme_at_full_length_is_called_full(tmp_path: Path) -> None:
+    """The full shape is EvalConfig's defaults and every scheme (7), not a copied count."""
+    rows = [run_row(record("FFA", 1, 900), 140.0)]
+    full = EvalConfig(out_dir=tmp_path)
+    r = replace(
+        report(tmp_path), cfg=full, rows=rows, agg=aggregate(rows, [s.name for s in SCHEMES])
+    )
+    text = markdown.render(r)
+    assert "**FULL evaluation**: 7 schemes × 5 repetition(s) × 180 s runs" in text
+    assert "Full evaluation (" not in text  # no command for a fuller run
+
+
+def test_the_report_names_the_plugin_versions_the_installer_provisions(tmp_path: Path) -> None:
+    versions = {p.artifact: p.version for p in PLUGINS}
+    text = markdown.render(report(tmp_path))
+    assert f"(jmeter-plugins casutg {versions['jmeter-plugins-casutg']})" in text
+    assert f"*Throughput Shaping Timer* (tst {versions['jmeter-plugins-tst']})" in text
+    assert "`${__tstFeedback(tst800,1,1000,2)}`" in text and "$" not in text.replace("${__", "")
+
+
+def test_the_full_evaluations_duration_comes_from_this_evaluations_wall_time(
+    tmp_path: Path,
+) -> None:
+    """Runs of 20 s that took 80 s each: 60 s of overhead per run, so a full evaluation
+    (7 x 5 runs of 180 s and a 6-point sweep) takes 41 x 240 s = 2.7 h."""
+    base = report(tmp_path, quick=True, duration_s=20.0)
+    rows = [{**row, "wall_s": 80.0} for row in base.rows]
+    text = markdown.render(replace(base, rows=rows))
+    assert "Full evaluation (7 schemes × 5 repetitions × 180 s, ~2.7 h on this machine)" in text
+    without = markdown.render(replace(base, rows=[{**row, "wall_s": None} for row in rows]))
+    assert "Full evaluation (7 schemes × 5 repetitions × 180 s):" in without
+
+
+def test_a_teastore_report_counts_the_browse_plans_samplers(tmp_path: Path) -> None:
+    text = markdown.render(report(tmp_path, target_kind="teastore"))
+    n = markdown.browse_samplers()
+    assert n == 8
+    assert f"(TeaStore's browse profile, {n} samplers;" in text
+    assert f"{800 / n:g} arrivals/s (each runs the {n} samplers once: 800 samples/s)" in text

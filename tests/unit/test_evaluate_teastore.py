@@ -15,7 +15,6 @@ from loadguard.evaluate import targets as targets_mod
 from loadguard.evaluate.config import EvalConfig, teastore_overrides
 from loadguard.evaluate.schemes import BY_NAME
 from loadguard.evaluate.targets import (
-    BROWSE_PLAN,
     OpenTarget,
     Targets,
     baseline_plan_for,
@@ -24,7 +23,10 @@ from loadguard.evaluate.targets import (
     target_props,
 )
 from loadguard.evaluate.teastore_plans import browse_baseline
+from loadguard.resources import teastore_browse_plan
 from loadguard.teastore.reset import reset_url
+
+BROWSE_PLAN = teastore_browse_plan()
 
 SAMPLERS = 8
 

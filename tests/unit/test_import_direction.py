@@ -8,7 +8,8 @@ third-party packages, and anything in a layer below it):
    ``stop_reason``, ``histogram``, ``decision_columns``, ``human`` and ``headline``
    (figures and the headline sentence for people), ``jtl.sample`` (the
    ``SampleBatch`` and ``SampleSource`` types), and the counting core: ``exceedance``,
-   ``ledger``, ``evidence``, ``capacity``. A leaf imports only other leaves.
+   ``ledger``, ``evidence``, ``capacity``, and ``resources`` (the package data),
+   ``atomic_file`` and ``signals``. A leaf imports only other leaves.
 1. ``jtl``: reading JTL files.
 2. ``actuator`` (pushing rates to JMeter; may read ``jtl``), ``policies`` (deciding
    rates), ``report`` (rendering a finished run; may read ``jtl``).
@@ -50,6 +51,9 @@ LEAVES = frozenset(
         "loadguard.capacity",
         "loadguard.human",
         "loadguard.headline",
+        "loadguard.resources",
+        "loadguard.atomic_file",
+        "loadguard.signals",
     }
 )
 

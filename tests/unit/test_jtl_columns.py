@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from loadguard.errors import JtlError
+from loadguard.jmeter.home import JMeterHome
 from loadguard.jtl.columns import (
     DEFAULT_COLUMNS,
     format_from_properties,
@@ -18,9 +19,6 @@ from loadguard.jtl.columns import (
 from loadguard.jtl.timestamps import strptime_pattern
 
 P = "jmeter.save.saveservice."
-JMETER_PROPERTIES = (
-    Path.home() / ".cache/loadguard/jmeter/apache-jmeter-5.6.3/bin/jmeter.properties"
-)
 
 
 def test_defaults_are_jmeter_5_6_3_columns() -> None:
@@ -34,9 +32,12 @@ def test_defaults_are_jmeter_5_6_3_columns() -> None:
     )
 
 
-@pytest.mark.skipif(not JMETER_PROPERTIES.exists(), reason="provisioned JMeter not found")
-def test_shipped_jmeter_properties_give_the_default_columns() -> None:
-    assert format_from_properties(read_properties([JMETER_PROPERTIES])).columns == DEFAULT_COLUMNS
+@pytest.mark.jmeter
+def test_shipped_jmeter_properties_give_the_default_columns(jmeter_home: JMeterHome) -> None:
+    """The provisioned JMeter's own jmeter.properties (found like every real-JMeter test:
+    skipped without one, a failure under LOADGUARD_REQUIRE_JMETER=1)."""
+    shipped = jmeter_home.path / "bin" / "jmeter.properties"
+    assert format_from_properties(read_properties([shipped])).columns == DEFAULT_COLUMNS
 
 
 @pytest.mark.parametrize(

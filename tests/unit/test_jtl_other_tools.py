@@ -24,6 +24,7 @@ from loadguard.jtl.columns import (
 from loadguard.jtl.csv_stream import CsvStreamDecoder
 from loadguard.jtl.follow import JtlFollower
 from loadguard.jtl.raw_rows import BadRowLog, RawRows
+from loadguard.jtl.sample import SampleBatch
 from loadguard.jtl.xml_rows import XmlStreamDecoder, scrub
 from loadguard.report.jtl_digest import digest_jtl
 
@@ -403,3 +404,63 @@ def test_csv_counts_a_parallel_parent_once_as_it_cannot_tell_it_from_a_sampler(
     jtl = tmp_path / "r.jtl"
     jtl.write_text(",".join(DEFAULT_COLUMNS) + "\n" + "".join(",".join(r) + "\n" for r in rows))
     assert counted(jtl) == ["par"]
+
+
+# -- a JTL with its top level indented and binary bodies ------------------------------------
+
+#: Written for these tests in the shape other tools' corpora hold: the top-level samples
+#: indented two spaces (their sub-results deeper), a Transaction Controller parent, binary
+#: bodies whose control characters are references XML 1.0 forbids (``&#x0;``, ``&#x3;``,
+#: ``&#x1b;`` ...), one of them in a response message. 11 forbidden references in the PNG
+#: body, 8 in each GIF body (twice), 2 in the message; ``&#xd;``, ``&#x7f;``, ``&#x89;``,
+#: ``&#xf3;``, ``&#xff;`` and ``&#x80;`` are legal and kept.
+INDENTED = Path(__file__).parents[1] / "fuzz" / "corpus" / "jtl_xml" / "indented_binary_bodies.xml"
+INDENTED_REQUESTS = ["/home", "/logo.png", "/status", "/image?id=7", "/stream"]
+INDENTED_ILLEGAL = 11 + 2 * 8 + 2
+
+
+def test_an_indented_jtl_with_binary_bodies_is_read_whole_by_the_batch_reader(
+    tmp_path: Path,
+) -> None:
+    jtl = tmp_path / "results.jtl"
+    jtl.write_bytes(INDENTED.read_bytes())
+    with JtlFollower(jtl) as f:
+        batch = SampleBatch.concat(list(f.batches()))
+        status = f.status()
+    assert list(batch.label) == INDENTED_REQUESTS
+    assert batch.success.tolist() == [True, True, True, True, False]
+    assert batch.elapsed_ms.tolist() == [301, 111, 12, 57, 3]
+    assert (status.records, status.malformed_rows) == (4, 0)
+    assert status.illegal_xml_chars == INDENTED_ILLEGAL
+    digest = digest_jtl(jtl)
+    assert (digest.overall.count, digest.malformed_rows) == (5, 0)
+    assert digest.illegal_xml_chars == INDENTED_ILLEGAL
+
+
+@pytest.mark.parametrize("step", [1, 13, 256])
+def test_an_indented_jtl_with_binary_bodies_is_read_whole_by_the_follower(
+    tmp_path: Path, step: int
+) -> None:
+    """JMeter's writer flushes at any byte: the follower polls a file growing ``step`` bytes
+    at a time and still reads every sample once, counting every forbidden reference."""
+    data = INDENTED.read_bytes()
+    jtl = tmp_path / "results.jtl"
+    jtl.write_bytes(b"")
+    labels: list[str] = []
+    with JtlFollower(jtl) as f, jtl.open("ab") as fh:
+        for i in range(0, len(data), step):
+            fh.write(data[i : i + step])
+            fh.flush()
+            labels += [str(x) for x in f.poll().label]
+        labels += [str(x) for x in f.finish().label]
+        assert f.malformed_rows == 0
+        assert f.illegal_xml_chars == INDENTED_ILLEGAL
+    assert labels == INDENTED_REQUESTS
+
+
+def test_the_top_level_indentation_comes_from_the_first_sample() -> None:
+    """A sub-result indented like another file's top level stays a sub-result."""
+    rows, dec = xml_rows(INDENTED.read_bytes())
+    top = [r[0] for r in rows if not r[2]]  # r[2]: a sub-result
+    assert top == ["Home Page", "/home", "/logo.png", "/status", "/image?id=7", "/stream"]
+    assert dec.bad.count == 0 and dec.records == 4

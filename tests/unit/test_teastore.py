@@ -20,7 +20,13 @@ from loadguard.teastore import build as tbuild
 from loadguard.teastore.conf import render_context_xml, render_server_xml
 from loadguard.teastore.layout import REGISTRY, SERVICES, WEBUI, TomcatSpec, plan
 from loadguard.teastore.runner import free_port, pick_ports
-from loadguard.teastore.source import Source, resolve_source, source_hash
+from loadguard.teastore.source import (
+    RELEASE_URL,
+    SOURCE_ENV,
+    Source,
+    resolve_source,
+    source_hash,
+)
 from loadguard.teastore.status import parse_status
 from loadguard.teastore.tomcat import Tomcat, stop_all
 
@@ -206,6 +212,28 @@ def test_bad_teastore_options_fail_in_one_line_with_exit_2(
     result = CliRunner().invoke(cli, ["teastore", *args])
     assert result.exit_code == 2
     assert message in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_teastore_without_a_source_says_in_one_line_where_to_get_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(SOURCE_ENV, raising=False)
+    result = CliRunner().invoke(cli, ["teastore"])
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1
+    assert RELEASE_URL in lines[0] and "--source" in lines[0] and SOURCE_ENV in lines[0]
+    assert "shared" not in lines[0]
+
+
+def test_teastore_reads_its_source_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(SOURCE_ENV, str(tmp_path / "from-env.tar.gz"))
+    result = CliRunner().invoke(cli, ["teastore"])
+    assert result.exit_code == 2
+    assert "from-env.tar.gz" in result.output and "no such file" in result.output
 
 
 def test_stop_kills_a_tomcat_that_ignores_sigterm_after_the_grace(tmp_path: Path) -> None:
