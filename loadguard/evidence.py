@@ -7,8 +7,9 @@ down; the policy tells a hung target from its delivered rate): per criterion j, 
 :math:`N = \sum n_i`,
 :math:`K_j = \sum k_{i,j}`, the dispersion of whole windows from whole-window sums and
 from the sub-windows (``exceedance.combine_dispersion``), and the predicted share of
-violating windows ``exceedance.predict`` for windows of :math:`n_W = r W` samples (the
-share of them a label rule matches, for a label rule).
+violating windows ``exceedance.predict`` for windows of :math:`n_W = \max(r W, n_{min})`
+samples (the window stretches to hold ``min_samples``; the share of them a label rule
+matches, for a label rule).
 
 The share over every criterion is bounded by the union bound: :math:`V \le \sum_j V_j`
 (upper, and the point estimate); ``dispersion_floor`` (per criterion) raises the
@@ -73,6 +74,7 @@ def pool(
     confidence: float = CONFIDENCE,
     parts: int = PARTS,
     dispersion_floor: tuple[float, ...] = (),
+    min_samples: int = 1,
 ) -> Evidence:
     """Pool the sub-window rows of several epochs at ``rate`` (each list element one
     epoch's consecutive rows, so whole windows never straddle two epochs)."""
@@ -90,7 +92,8 @@ def pool(
     total_n = int(flat[:, COL_N].sum())
     if total_n == 0:
         return Evidence(rate, 0, 0, stalls, ())
-    window_n = max(1, round(rate * window_ms / 1000.0))
+    # the SLO's window stretches to hold min_samples (loadguard.window): judged that way
+    window_n = max(min_samples, round(rate * window_ms / 1000.0))
     wholes = np.vstack([rows_to_windows(b, parts) for b in kept])
     preds: list[Prediction] = []
     for j, crit in enumerate(criteria):

@@ -26,7 +26,8 @@ its floor). Then, every tick:
   is delivered than sent (:math:`X > r (1 + 3/\sqrt{r w})`: the backlog still drains),
   then returns to the setpoint (the target below c). Otherwise the rate goes down to
   the target between f and r.
-* **probably over**, :math:`V > B` but not shown (over a whole window of evidence):
+* **probably over**, :math:`V > B` but not shown (over a whole window of evidence, with
+  at least five exceedances counted):
   back to the floor if one is shown below r, else down by :math:`\sqrt{ρ}` (holding an
   over-budget rate costs violations; the evidence at r stays pooled for the next visit,
   and r becomes a ceiling only once shown).
@@ -168,7 +169,7 @@ class BudgetPolicy:
             phis = tuple(best)
         return pool(
             blocks, view.criteria, rate, self.window_ms, self.confidence,
-            dispersion_floor=phis,
+            dispersion_floor=phis, min_samples=self.min_samples,
         )  # fmt: skip
 
     @staticmethod
@@ -184,7 +185,10 @@ class BudgetPolicy:
         if cur is None or not same_rate(cur.rate, rate):
             return Evidence(rate, 0, 0, 0, ())
         rows = cur.rows[cur.starts_ms >= self.since_ms][-2 * PARTS :]
-        return pool([rows], view.criteria, rate, self.window_ms, self.confidence)
+        return pool(
+            [rows], view.criteria, rate, self.window_ms, self.confidence,
+            min_samples=self.min_samples,
+        )  # fmt: skip
 
     def _curve(self, view: LedgerView, j: int) -> list[tuple[float, float, int]]:
         """(rate, q, N) of criterion j at every rate visited since the evidence reset."""
@@ -203,7 +207,7 @@ class BudgetPolicy:
     def _q_budget(self, ev: Evidence, j: int, rate: float, view: LedgerView) -> float:
         p = ev.predictions[j]
         crit = view.criteria[j]
-        n_w = max(1, round(rate * self.window_ms / 1000.0))
+        n_w = max(self.min_samples, round(rate * self.window_ms / 1000.0))
         return q_at_share(n_w, p.dispersion.estimate, crit.allowed, crit.percentile, self.budget)
 
     @staticmethod
@@ -246,7 +250,7 @@ class BudgetPolicy:
         detail = self._detail(ev)
         if ev.share_lo > self.budget:
             return self._over(obs, rate, ev, view, detail)
-        if ev.share > self.budget and ev.subwindows >= PARTS:
+        if ev.share > self.budget and ev.subwindows >= PARTS and self._telling(ev, view):
             # Probably over budget, not yet shown: holding costs violations if it is,
             # so go back to the floor (shown within budget), or half a ramp step down
             # without one; the evidence at r stays pooled for the next visit, and r is
@@ -287,6 +291,13 @@ class BudgetPolicy:
     ) -> Decision:
         new = min(max(target, rate / self.ramp_factor), rate * self.ramp_factor)
         return decide(obs, rate, new, reason, **detail)
+
+    @staticmethod
+    def _telling(ev: Evidence, view: LedgerView) -> bool:
+        """Enough exceedances for the point estimate to mean something: five at the
+        binding SLO (a count of 5 is told from 0 at two Poisson sigmas)."""
+        j = ev.binding()
+        return j is not None and ev.predictions[j].exceed >= 5
 
     def _stalled(self, view: LedgerView, rate: float) -> bool:
         x = view.delivered_rps
