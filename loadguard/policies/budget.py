@@ -28,7 +28,7 @@ its floor). Then, every tick:
   the target between f and r.
 * **probably over**, :math:`V > B` but not shown (over a whole window of evidence, with
   at least five exceedances counted):
-  back to the floor if one is shown below r, else down by :math:`\sqrt{ρ}` (holding an
+  back to the floor if one is shown below r, else down by two resolutions (holding an
   over-budget rate costs violations; the evidence at r stays pooled for the next visit,
   and r becomes a ceiling only once shown).
 * **stalled**: over budget while the target delivers under :math:`r/ρ^2` (less than one
@@ -89,7 +89,7 @@ from loadguard.errors import PolicyError
 from loadguard.evidence import Evidence, histogram, pool
 from loadguard.exceedance import CONFIDENCE, jeffreys, q_at_share
 from loadguard.ledger import PARTS, LedgerView
-from loadguard.observation import Observation
+from loadguard.observation import Observation, Zone
 from loadguard.policies.base import Decision, decide, hold, same_rate
 from loadguard.slo import DEFAULT_VIOLATION_BUDGET
 
@@ -244,6 +244,12 @@ class BudgetPolicy:
             self.since_ms = now
             target = self._setpoint(view, rate)
             return self._move(obs, rate, target, "return")
+        if obs.zone is Zone.BREACH and self._overloaded(view, rate):
+            # BBR's signal needs no per-rate evidence: fewer delivered than sent while
+            # the window breaches (a capacity that fell, or a cut that was not enough)
+            if self._stalled(view, rate):
+                return self._stall(obs, view, rate, {})
+            return self._delivery_cut(obs, view, rate, {})
         ev = self._evidence(view, rate, self.since_ms, floor=True)
         if ev.samples < self.min_samples or not ev.predictions:
             return hold(obs, rate, "settling")
@@ -258,7 +264,9 @@ class BudgetPolicy:
             if self.floor is not None and self.floor_confirmed and self.floor < rate:
                 back = self.floor
             else:
-                back = rate / math.sqrt(self.ramp_factor)
+                if self.floor is not None and self.floor >= rate:
+                    self.floor = None  # a floor above a rate that overruns is stale
+                back = rate * (1.0 - 2.0 * self._resolution(rate))
             return self._move(obs, rate, back, "likely_over", **detail)
         # Slow start: with no rate over budget yet, a step that proves too high costs
         # one cut, so the point estimate decides; near a ceiling, the upper bound does.
@@ -299,6 +307,59 @@ class BudgetPolicy:
         j = ev.binding()
         return j is not None and ev.predictions[j].exceed >= 5
 
+    def _overloaded(self, view: LedgerView, rate: float) -> bool:
+        """A queue grows: the delivered rate over the last quarter, fully under the rate
+        in force, is below :math:`r (1 - 3/\\sqrt{r w})` (three Poisson sigmas)."""
+        x = view.delivered_rps
+        cur = view.current()
+        noise = 3.0 / math.sqrt(max(rate * view.part_ms / 1000.0, 1.0))
+        return (
+            x is not None
+            and cur is not None
+            and view.delivered_at_ms is not None
+            and view.delivered_at_ms - view.part_ms >= cur.from_ms
+            and x < rate * (1.0 - noise)
+        )
+
+    def _delivery_cut(
+        self, obs: Observation, view: LedgerView, rate: float, detail: dict[str, float | str]
+    ) -> Decision:
+        """Past capacity the delivery rate is the capacity: cut to drain the backlog
+        (Little's law) within about one window, hold for the drain, then the setpoint."""
+        x = view.delivered_rps or 0.0
+        backlog = 0.0
+        mean = obs.stats.overall.mean_ms
+        if mean is not None and self.min_mean_ms is not None:
+            backlog = x * max(0.0, mean - self.min_mean_ms) / 1000.0
+        cut = max(x - backlog / (self.window_ms / 1000.0), x / self.ramp_factor)
+        self.drain_target = cut
+        self.drain_until_ms = (view.watermark_ms or obs.now_ms) + self.window_ms + self.lag_ms
+        self.since_ms = self.drain_until_ms
+        if self.floor is not None and self.floor >= x:
+            self.floor = None
+        self.ceiling = x if self.ceiling is None else min(self.ceiling, x)
+        self.lifted = None
+        return self._move(
+            obs, rate, cut, "delivery", delivered_rps=round(x, 3), backlog=round(backlog, 1),
+            **detail,
+        )  # fmt: skip
+
+    def _stall(
+        self, obs: Observation, view: LedgerView, rate: float, detail: dict[str, float | str]
+    ) -> Decision:
+        """The target hung (it delivers less than two ramp steps below the rate sent:
+        more than one overshooting step can explain): no verdict on the rate. Send less
+        while it hangs, and once it drains, return to the floor."""
+        if self.stall_return is None:
+            self.stall_return = self.floor if self.floor_confirmed else None
+        self.drain_target = None
+        self.drain_until_ms = (view.watermark_ms or obs.now_ms) + self.window_ms + self.lag_ms
+        self.since_ms = self.drain_until_ms
+        return self._move(
+            obs, rate, rate / self.ramp_factor, "stall",
+            delivered_rps=round(view.delivered_rps or 0.0, 3), **detail,
+        )  # fmt: skip
+
     def _stalled(self, view: LedgerView, rate: float) -> bool:
         x = view.delivered_rps
         cur = view.current()
@@ -337,18 +398,8 @@ class BudgetPolicy:
         curve = self._curve(view, j)
         here = (rate, max(ev.predictions[j].q, 0.5 / ev.samples))
         below = [(r, q) for r, q, _n in curve if r < rate * (1 - 1e-9)]
-        x = view.delivered_rps
         if self._stalled(view, rate):
-            # The target hung (it delivers less than two ramp steps below the rate sent:
-            # more than one overshooting step can explain): no verdict on the rate. Send
-            # less while it hangs, and once it drains, return to the floor.
-            self.stall_return = self.floor if self.floor_confirmed else None
-            self.drain_until_ms = (view.watermark_ms or obs.now_ms) + self.window_ms + self.lag_ms
-            self.since_ms = self.drain_until_ms
-            return self._move(
-                obs, rate, rate / self.ramp_factor, "stall",
-                delivered_rps=round(x or 0.0, 3), **detail,
-            )  # fmt: skip
+            return self._stall(obs, view, rate, detail)
         self.lifted = None
         if self.ceiling is None or rate < self.ceiling:
             self.ceiling = rate
@@ -357,29 +408,8 @@ class BudgetPolicy:
         tentative = None if self.floor_confirmed else self.floor
         if self.floor is not None and (self.floor >= rate * (1 - 1e-9) or not self.floor_confirmed):
             self.floor = None
-        noise = 3.0 / math.sqrt(max(rate * view.part_ms / 1000.0, 1.0))
-        cur = view.current()
-        settled = (
-            cur is not None
-            and view.delivered_at_ms is not None
-            and view.delivered_at_ms - view.part_ms >= cur.from_ms
-        )
-        if x is not None and settled and x < rate * (1.0 - noise):
-            backlog = 0.0
-            mean = obs.stats.overall.mean_ms
-            if mean is not None and self.min_mean_ms is not None:
-                backlog = x * max(0.0, mean - self.min_mean_ms) / 1000.0
-            cut = max(x - backlog / (self.window_ms / 1000.0), x / self.ramp_factor)
-            self.drain_target = cut
-            self.drain_until_ms = (view.watermark_ms or obs.now_ms) + self.window_ms + self.lag_ms
-            self.since_ms = self.drain_until_ms
-            if self.floor is not None and self.floor >= x:
-                self.floor = None
-            self.ceiling = min(self.ceiling, x)
-            return self._move(
-                obs, rate, cut, "delivery", delivered_rps=round(x, 3), backlog=round(backlog, 1),
-                **detail,
-            )  # fmt: skip
+        if self._overloaded(view, rate):
+            return self._delivery_cut(obs, view, rate, detail)
         target = None
         if below:
             target = self._secant(below[-1], here, q_b)
