@@ -131,3 +131,26 @@ def histogram(rows: list[I64], hist_col: int, window_ms: int) -> I64:
             keep = block[block[:, COL_MAX] < window_ms]
             total += keep[:, hist_col : hist_col + HIST_BINS].sum(axis=0)
     return total
+
+
+def completion_dispersion(completions: I64, criteria: int, parts: int = PARTS) -> list[float]:
+    """Per criterion, the dispersion estimate of the counts over its threshold in the
+    completion bins (``LedgerView.completions``): whole windows of ``parts`` bins where
+    two or more exist, else the bins scaled by ``parts`` (``combine_dispersion``); 1
+    where nothing can be told."""
+    out = [1.0] * criteria
+    if completions.shape[0] < 2:
+        return out
+    for j in range(criteria):
+        n = completions[:, 1 + 2 * j].astype(np.float64)
+        k = completions[:, 2 + 2 * j].astype(np.float64)
+        m = len(n) // parts
+        whole = None
+        if m >= 2:
+            whole = pearson_dispersion(
+                n[: m * parts].reshape(m, parts).sum(axis=1),
+                k[: m * parts].reshape(m, parts).sum(axis=1),
+            )
+        part = pearson_dispersion(n, k)
+        out[j] = combine_dispersion(whole, part, parts).estimate
+    return out

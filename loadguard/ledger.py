@@ -17,9 +17,12 @@ running for more than :math:`T_{max}`, so it is over every latency threshold (an
 counted when it completes; a window that fails in flight shows up in the delivered
 rate first). Only mature sub-windows are evidence.
 
-Successful completions are also counted by completion time in bins of w aligned to the
-first epoch: the *delivered* rate (TCP BBR's delivery rate: past capacity it is the
-capacity; a failure answered at once by a full queue delivers nothing).
+Completions are also counted by completion time in bins of w aligned to the first
+epoch, with each criterion's counts (the SLO's own windows are keyed on completion, and a
+burst of slow samples sent apart can complete together: the dispersion of completion
+bins bounds that of the windows the user reads), and the successful ones give the
+*delivered* rate (TCP BBR's delivery rate: past capacity it is the capacity; a failure
+answered at once by a full queue delivers nothing).
 
 Memory: one row of ``2 + 2C + HIST_BINS`` integers per sub-window of the run (a 10 s window and 4
 parts: 1,440 rows an hour) plus one count per completion bin: O(run length / w), never
@@ -140,6 +143,9 @@ class LedgerView:
     delivered_rps: float | None
     delivered_at_ms: int | None
     watermark_ms: int | None
+    #: the current epoch's completion bins (length w, from a T_max after it began):
+    #: all completions, then per criterion (counted, over), as the SLO's windows key them
+    completions: I64 = field(default_factory=lambda: np.zeros((0, 1), np.int64))
 
     def current(self) -> EpochView | None:
         return self.epochs[-1] if self.epochs else None
@@ -173,6 +179,8 @@ class ExceedanceLedger:
         self._patterns = [None if c.pattern is None else re.compile(c.pattern) for c in criteria]
         self._origin: int | None = None
         self._bins: dict[int, int] = {}
+        #: per completion bin: all completions, then each criterion's (counted, over)
+        self._cbins: dict[int, I64] = {}
         self.watermark_ms: int | None = None
 
     # ---------------------------------------------------------------- feeding
@@ -223,6 +231,13 @@ class ExceedanceLedger:
                 counted[:, j] = match
                 hit = hit & match
             exceed[:, j] = hit
+        cb = (end - self._origin) // self.part_ms
+        for b in np.unique(cb).tolist():
+            sel_b = cb == b
+            row = self._cbins.setdefault(int(b), np.zeros(1 + 2 * len(self.criteria), np.int64))
+            row[0] += int(sel_b.sum())
+            row[1::2] += counted[sel_b].sum(axis=0)
+            row[2::2] += exceed[sel_b].sum(axis=0)
         for e_idx in np.unique(which).tolist():
             sel = which == e_idx
             epoch = self._epochs[e_idx]
@@ -267,6 +282,16 @@ class ExceedanceLedger:
                 self._frozen[i] = view
             epochs.append(view)
         delivered, at = self._delivered(now_ms)
+        completions = np.zeros((0, 1 + 2 * len(self.criteria)), np.int64)
+        if epochs and self._origin is not None and self.watermark_ms is not None:
+            # the completion bins wholly inside the current epoch, a T_max after it began
+            first = -(-(epochs[-1].from_ms + int(self.t_max_ms) - self._origin) // self.part_ms)
+            last = (self.watermark_ms - self._origin) // self.part_ms - 1
+            if last >= first:
+                empty = np.zeros(1 + 2 * len(self.criteria), np.int64)
+                completions = np.array(
+                    [self._cbins.get(b, empty) for b in range(int(first), int(last) + 1)]
+                )
         return LedgerView(
             self.hist_col,
             self.criteria,
@@ -277,6 +302,7 @@ class ExceedanceLedger:
             delivered,
             at,
             self.watermark_ms,
+            completions,
         )
 
     def _delivered(self, now_ms: int) -> tuple[float | None, int | None]:

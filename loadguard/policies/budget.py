@@ -86,7 +86,7 @@ from typing import ClassVar
 import numpy as np
 
 from loadguard.errors import PolicyError
-from loadguard.evidence import Evidence, histogram, pool
+from loadguard.evidence import Evidence, completion_dispersion, histogram, pool
 from loadguard.exceedance import CONFIDENCE, jeffreys, q_at_share
 from loadguard.ledger import PARTS, LedgerView
 from loadguard.observation import Observation, Zone
@@ -156,7 +156,9 @@ class BudgetPolicy:
         self, view: LedgerView, rate: float, since_ms: int, floor: bool = False
     ) -> Evidence:
         """The pooled evidence at ``rate``; with ``floor``, the dispersion is bounded
-        below by the largest measured at a lower rate (it grows toward the knee)."""
+        below by the largest measured at a lower rate (it grows toward the knee) and by
+        the one of the completion bins at this rate (the SLO's windows are keyed on
+        completion: slow samples sent apart complete together)."""
         blocks = self._blocks(view, rate, since_ms)
         phis: tuple[float, ...] = ()
         if floor:
@@ -166,6 +168,10 @@ class BudgetPolicy:
                     ev = self._evidence(view, r, since_ms)
                     for j, p in enumerate(ev.predictions):
                         best[j] = max(best[j], p.dispersion.estimate)
+            cur = view.current()
+            if cur is not None and same_rate(cur.rate, rate):
+                for j, phi in enumerate(completion_dispersion(view.completions, len(best))):
+                    best[j] = max(best[j], phi)
             phis = tuple(best)
         return pool(
             blocks, view.criteria, rate, self.window_ms, self.confidence,
