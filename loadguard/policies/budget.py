@@ -22,15 +22,16 @@ its floor). Then, every tick:
   past capacity, the delivery rate *is* the capacity (TCP BBR): the cut goes to
   :math:`X - Q/W`, Q the backlog by Little's law (:math:`Q = X (R - R_0)`, R the
   window's mean response time, :math:`R_0` the lowest seen), which drains it in about
-  one window; the policy holds that for W + L, and up to one window more while more
-  is delivered than sent (:math:`X > r (1 + 3/\sqrt{r w})`: the backlog still drains),
+  one window; the policy holds that for W + L, and up to two windows more while more
+  is delivered than sent (:math:`X > r (1 + 3/\sqrt{r w})`) or the window still breaches
+  (the backlog still drains),
   then returns to the setpoint (the target below c). Otherwise the rate goes down to
   the target between f and r.
 * **probably over**, :math:`V > B` but not shown (over a whole window of evidence, with
   at least five exceedances counted):
   back to the floor if one is shown below r, else down by two resolutions (holding an
-  over-budget rate costs violations; the evidence at r stays pooled for the next visit,
-  and r becomes a ceiling only once shown).
+  over-budget rate costs violations); r becomes a soft ceiling, lifted on the first
+  evidence of headroom (a margin of 0).
 * **stalled**: over budget while the target delivers under :math:`r/ρ^2` (less than one
   overshooting ramp step can explain: it hung, an outage, not a capacity): no ceiling is
   set; the rate drops by ρ for the drain, then returns to the floor.
@@ -237,12 +238,14 @@ class BudgetPolicy:
         if self.drain_until_ms is not None:
             x = view.delivered_rps
             noise = 3.0 / math.sqrt(max(rate * view.part_ms / 1000.0, 1.0))
-            draining = x is not None and x > rate * (1.0 + noise)
+            # the backlog still drains: more delivered than sent, or the (completion)
+            # window still breaches with what was queued
+            draining = (x is not None and x > rate * (1.0 + noise)) or obs.zone is Zone.BREACH
             if self.drain_target is not None and rate > self.drain_target * (1 + 1e-9):
                 # a cut clamped by the largest step: go on down to the drain's rate
                 return self._move(obs, rate, self.drain_target, "delivery")
             if now < self.drain_until_ms or (
-                draining and now < self.drain_until_ms + self.window_ms
+                draining and now < self.drain_until_ms + 2 * self.window_ms
             ):
                 return hold(obs, rate, "drain", drain_until_ms=self.drain_until_ms)
             self.drain_until_ms = None
@@ -273,6 +276,10 @@ class BudgetPolicy:
                 if self.floor is not None and self.floor >= rate:
                     self.floor = None  # a floor above a rate that overruns is stale
                 back = rate * (1.0 - 2.0 * self._resolution(rate))
+            if self.ceiling is None or rate < self.ceiling:
+                # a soft ceiling: not probed again on the same evidence, lifted on the
+                # first sign of headroom (a margin of 0)
+                self.ceiling, self.ceiling_margin, self.reference = rate, 0.0, None
             return self._move(obs, rate, back, "likely_over", **detail)
         # Slow start: with no rate over budget yet, a step that proves too high costs
         # one cut, so the point estimate decides; near a ceiling, the upper bound does.
@@ -319,13 +326,13 @@ class BudgetPolicy:
         x = view.delivered_rps
         cur = view.current()
         noise = 3.0 / math.sqrt(max(rate * view.part_ms / 1000.0, 1.0))
-        return (
-            x is not None
-            and cur is not None
-            and view.delivered_at_ms is not None
-            and view.delivered_at_ms - view.part_ms >= cur.from_ms
-            and x < rate * (1.0 - noise)
-        )
+        if x is None or cur is None or view.delivered_at_ms is None:
+            return False
+        # after a cut, completions of what the higher rate sent only add to X, so a
+        # bin that straddles the change still shows a shortfall
+        cut = len(view.epochs) > 1 and view.epochs[-2].rate > cur.rate
+        whole = view.delivered_at_ms - view.part_ms >= cur.from_ms
+        return (whole or cut) and x < rate * (1.0 - noise)
 
     def _delivery_cut(
         self, obs: Observation, view: LedgerView, rate: float, detail: dict[str, float | str]
