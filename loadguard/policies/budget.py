@@ -57,7 +57,9 @@ at the rate held below c, the upper bound of the recent share (the last two wind
 worth of quarters) has fallen below the lower bound of the first share measured there by
 more than c was over budget, :math:`\ln q_{lo,ref} - \ln q_{hi,recent} > \ln(q_c/q_B(c))`
 (the curve fell by more than the margin: a service that warmed up, an outage that
-ended). The probe that follows a lift goes at most half a ramp step (:math:`\sqrt{ρ}`)
+ended); or the latency distribution shifted down, the reference's median now above the
+recent p75 (a warm-up at a low rate, where counts over T are too few). The probe that
+follows a lift goes at most half a ramp step (:math:`\sqrt{ρ}`)
 past the old ceiling. A lift, a delivery cut and the end of a drain reset the evidence
 (older samples described another plant).
 
@@ -117,6 +119,8 @@ class BudgetPolicy:
     ceiling_margin: float | None = field(default=None, init=False)
     #: (rate, q) where the policy first held below the ceiling: the reference for a shift
     reference: tuple[float, float] | None = field(default=None, init=False)
+    #: the histogram bin of the reference's median latency
+    reference_median: int | None = field(default=None, init=False)
     #: the ceiling last lifted: the next probe goes at most half a ramp step past it
     lifted: float | None = field(default=None, init=False)
     since_ms: int = field(default=0, init=False)
@@ -265,6 +269,18 @@ class BudgetPolicy:
         detail = self._detail(ev)
         if ev.share_lo > self.budget:
             return self._over(obs, rate, ev, view, detail)
+        if self.ceiling is not None and rate < self.ceiling:
+            b = ev.binding()
+            if b is not None and self._headroom_changed(view, rate, ev, b):
+                # checked while holding too, not only within budget: a warm-up at a low
+                # rate leaves the bound undecided for a long time
+                self.lifted = self.ceiling
+                self.ceiling = None
+                self.ceiling_margin = None
+                self.reference = None
+                cur = view.current()
+                self.since_ms = cur.from_ms if cur is not None else self.since_ms
+                return hold(obs, rate, "ceiling_lifted", **detail)
         if ev.share > self.budget and ev.subwindows >= PARTS and self._telling(ev, view):
             # Probably over budget, not yet shown: holding costs violations if it is,
             # so go back to the floor (shown within budget), or half a ramp step down
@@ -519,16 +535,12 @@ class BudgetPolicy:
         q_b = self._q_budget(ev, j, rate, view)
         here = (rate, max(ev.predictions[j].q, 0.5 / ev.samples))
         curve = self._curve(view, j)
-        if self.ceiling is not None and self._headroom_changed(view, rate, ev, j):
-            self.lifted = self.ceiling
-            self.ceiling = None
-            self.ceiling_margin = None
-            self.reference = None
-            cur = view.current()
-            self.since_ms = cur.from_ms if cur is not None else self.since_ms
-            detail["ceiling_lifted"] = "true"
         if self.ceiling is None:
             target = rate * (math.sqrt(self.ramp_factor) if self.knee_seen else self.ramp_factor)
+            if self.lifted is not None and rate >= self.lifted * math.sqrt(self.ramp_factor) * (
+                1 - 1e-9
+            ):
+                self.lifted = None  # the probe past the old ceiling held within budget
             if self.lifted is not None:
                 target = min(target, max(self.lifted * math.sqrt(self.ramp_factor), rate))
             below = [(r, q) for r, q, _n in curve if r < rate * (1 - 1e-9)]
@@ -548,18 +560,39 @@ class BudgetPolicy:
         return self._move(obs, rate, target, "within_budget", **detail)
 
     def _headroom_changed(self, view: LedgerView, rate: float, ev: Evidence, j: int) -> bool:
-        """The exceedance curve fell by more than the ceiling was over budget: at the
-        rate held, the recent share's upper bound is below the reference share (the
-        first evidence at this rate after the ceiling was set) by the ceiling's margin."""
+        """The plant got faster at the rate held below the ceiling. Either the exceedance
+        curve fell by more than the ceiling was over budget (the recent share's upper
+        bound below the reference's lower bound by the ceiling's margin; the reference:
+        the first evidence at this rate after the ceiling was set), or the latency
+        distribution shifted down: the reference's median is now above the recent p75
+        (upper bound of the recent share over it < 25 %, from the histogram). Counts over
+        T are too few at a low rate to show a warm-up; the median shows it in tens of
+        samples, and moves by noise far less than from p50 to p75."""
         if self.ceiling is None or self.ceiling_margin is None:
             return False
         q_ref = max(ev.predictions[j].q_lo, 0.5 / ev.samples)
         if self.reference is None or not same_rate(self.reference[0], rate):
+            blocks = self._blocks(view, rate, self.since_ms)
+            hist = histogram(blocks, view.hist_col, self.window_ms)
+            n = int(hist.sum())
+            median = int(np.argmax(np.cumsum(hist) >= n / 2)) if n else 0
             self.reference = (rate, q_ref)
+            self.reference_median = median
             return False
         recent = self._recent(view, rate)
         if recent.samples == 0 or j >= len(recent.predictions):
             return False
         p = recent.predictions[j]
         q_recent = max(p.q_hi, 0.5 / p.samples)
-        return math.log(self.reference[1]) - math.log(q_recent) > self.ceiling_margin
+        if math.log(self.reference[1]) - math.log(q_recent) > self.ceiling_margin:
+            return True
+        cur = view.current()
+        if cur is None or self.reference_median is None:
+            return False
+        rows = cur.rows[cur.starts_ms >= self.since_ms][-2 * PARTS :]
+        hist = histogram([rows], view.hist_col, self.window_ms)
+        n = int(hist.sum())
+        if n == 0:
+            return False
+        over = int(hist[self.reference_median + 1 :].sum())
+        return jeffreys(over, n, self.confidence)[1] < 0.25
