@@ -59,8 +59,8 @@ more than c was over budget, :math:`\ln q_{lo,ref} - \ln q_{hi,recent} > \ln(q_c
 (the curve fell by more than the margin: a service that warmed up, an outage that
 ended); or the latency distribution shifted down, the reference's median now above the
 recent p75 (a warm-up at a low rate, where counts over T are too few). The probe that
-follows a lift goes at most half a ramp step (:math:`\sqrt{ρ}`)
-past the old ceiling. A lift, a delivery cut and the end of a drain reset the evidence
+follows a lift goes at most two resolutions past the old ceiling (a lift on noise costs
+one small probe). A lift, a delivery cut and the end of a drain reset the evidence
 (older samples described another plant).
 
 *Slow start.* Until some rate has been shown over budget, a rise needs only the point
@@ -537,12 +537,14 @@ class BudgetPolicy:
         curve = self._curve(view, j)
         if self.ceiling is None:
             target = rate * (math.sqrt(self.ramp_factor) if self.knee_seen else self.ramp_factor)
-            if self.lifted is not None and rate >= self.lifted * math.sqrt(self.ramp_factor) * (
-                1 - 1e-9
-            ):
-                self.lifted = None  # the probe past the old ceiling held within budget
             if self.lifted is not None:
-                target = min(target, max(self.lifted * math.sqrt(self.ramp_factor), rate))
+                # the probe past the old ceiling goes two resolutions past it; once it
+                # holds within budget there, the climb is free again
+                cap = self.lifted * (1.0 + 2.0 * self._resolution(self.lifted))
+                if rate >= cap * (1 - 1e-9):
+                    self.lifted = None
+                else:
+                    target = min(target, cap)
             below = [(r, q) for r, q, _n in curve if r < rate * (1 - 1e-9)]
             if below and self.knee_seen:
                 guess = self._secant(below[-1], here, q_b)
