@@ -204,6 +204,8 @@ class ControlLoop:
         # Every sample counted against the rate in force when it was sent
         # (``loadguard.ledger``): the counting policies read it, and the summary's
         # capacity estimate comes from it whatever the policy.
+        self._capacity_at: int | None = None
+        self._capacity: dict[str, float | str] = {}
         self.ledger = ExceedanceLedger(
             criteria_of(evaluator) if hasattr(evaluator, "limits") else (),
             getattr(evaluator, "window_ms", 10_000),
@@ -262,6 +264,7 @@ class ControlLoop:
             ledger=self.ledger.view(now),
         )  # fmt: skip
         decision = self.policy.decide(obs, self.rate.value)
+        decision = self._with_capacity(decision, now, mono)
         push = self._actuate(decision)
         tick_no = self.writer.next_tick()
         row = row_from(decision, push, tick_no, self.evaluator.log_thresholds())
@@ -276,6 +279,25 @@ class ControlLoop:
         if decision.action == Action.STOP:
             self.request_stop(StopReason.AUTO_STOP)
         return result
+
+    def _with_capacity(self, decision: Decision, now: int, mono: int) -> Decision:
+        """The running capacity estimate in the decision's detail (``capacity_rps``,
+        ``capacity_lo_rps``, ``capacity_hi_rps``; the console and the live outputs show
+        it), computed once per window (a bootstrap over the rates visited costs tens of
+        ms) and carried on the ticks between."""
+        if self._capacity_at is None or mono - self._capacity_at >= self.ledger.window_ms:
+            self._capacity_at = mono
+            est = estimate_capacity(
+                self.ledger.by_rate(now), self.ledger.criteria, self.ledger.window_ms
+            )
+            self._capacity = {}
+            if est.status == "estimated" and est.rps is not None and est.ci90_rps:
+                self._capacity = {
+                    "capacity_rps": round(est.rps, 3),
+                    "capacity_lo_rps": round(est.ci90_rps[0], 3),
+                    "capacity_hi_rps": round(est.ci90_rps[1], 3),
+                }
+        return decision.with_detail(**self._capacity) if self._capacity else decision
 
     def _actuate(self, decision: Decision) -> PushResult:
         target = decision.new_rate
