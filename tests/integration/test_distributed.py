@@ -351,7 +351,7 @@ def test_each_engine_follows_its_share_and_the_total_follows_the_decisions(
         tmp_path,
         lambda rows: flowing(rows) >= 35,
     )
-    assert code in (0, 1), err[-3000:]
+    assert code in (0, 1, 5), err[-3000:]
     assert "Traceback" not in err, err[-3000:]
     assert "lags the test" not in err  # StrippedAsynch keeps the JTL fresh
     rows = read_decisions(out / "decisions.csv")
@@ -404,7 +404,7 @@ def test_a_killed_engine_s_share_moves_to_the_survivor_within_the_caps(
     code, err = drive_until(args, out, tmp_path, lost_long_enough, kill_when_loaded)
     assert killed, "the run never got going"
     killed_ms = killed[0]
-    assert code in (0, 1), err[-3000:]
+    assert code in (0, 1, 5), err[-3000:]
     assert "Traceback" not in err, err[-3000:]
     assert "lost" in err
 
