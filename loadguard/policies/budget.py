@@ -125,6 +125,10 @@ class BudgetPolicy:
     lifted: float | None = field(default=None, init=False)
     since_ms: int = field(default=0, init=False)
     drain_target: float | None = field(default=None, init=False)
+    _memo_view: LedgerView | None = field(default=None, init=False, repr=False)
+    _memo: dict[tuple[int, float, int, bool], Evidence] = field(
+        default_factory=dict, init=False, repr=False
+    )
     #: the floor to return to after a stall (the target hung: no verdict on the rate)
     stall_return: float | None = field(default=None, init=False)
     knee_seen: bool = field(default=False, init=False)
@@ -163,7 +167,16 @@ class BudgetPolicy:
         """The pooled evidence at ``rate``; with ``floor``, the dispersion is bounded
         below by the largest measured at a lower rate (it grows toward the knee) and by
         the one of the completion bins at this rate (the SLO's windows are keyed on
-        completion: slow samples sent apart complete together)."""
+        completion: slow samples sent apart complete together). Memoised per view: a
+        tick asks for the same rates from several places."""
+        key = (id(view), rate, since_ms, floor)
+        if self._memo_view is not view:
+            self._memo_view, self._memo = view, {}
+        if key not in self._memo:
+            self._memo[key] = self._pooled(view, rate, since_ms, floor)
+        return self._memo[key]
+
+    def _pooled(self, view: LedgerView, rate: float, since_ms: int, floor: bool) -> Evidence:
         blocks = self._blocks(view, rate, since_ms)
         phis: tuple[float, ...] = ()
         if floor:
@@ -203,12 +216,8 @@ class BudgetPolicy:
 
     def _curve(self, view: LedgerView, j: int) -> list[tuple[float, float, int]]:
         """(rate, q, N) of criterion j at every rate visited since the evidence reset."""
-        rates: list[float] = []
-        for e in view.epochs:
-            if e.rows.shape[0] and not any(same_rate(r, e.rate) for r in rates):
-                rates.append(e.rate)
         out = []
-        for r in sorted(rates):
+        for r in self._rates(view):
             ev = self._evidence(view, r, self.since_ms)
             if ev.samples and j < len(ev.predictions):
                 p = ev.predictions[j]
