@@ -12,7 +12,8 @@ Definitions (docs/decision-log.md):
 
 * *evaluated window*: a tick whose zone is not NO_DATA.
 * *violation share* of an SLO: among evaluated windows taken every ``window_ms`` (tumbling,
-  so overlapping ticks are not counted twice), the share whose value exceeded the threshold.
+  so overlapping ticks are not counted twice), the share whose value exceeded the threshold
+  (``loadguard.violations``, the one definition; 0.0 where no window was evaluated).
 * *max SLO-compliant rate*: the highest achieved rate (window ``rps``) sustained across at
   least two full windows in which every SLO held: the max over spans of compliant ticks at
   least ``window_ms`` long of the smallest ``rps`` in the span.
@@ -45,6 +46,8 @@ from loadguard.errors import DecisionLogError
 from loadguard.histogram import LatencyHistogram
 from loadguard.jtl.sample import SampleBatch
 from loadguard.stop_reason import StopReason
+from loadguard.violations import ViolationTally, over_limits
+from loadguard.violations import share as violation_share
 
 
 @dataclass
@@ -143,8 +146,8 @@ class SummaryBuilder:
         self.final_windows = final_windows
         self.zone_ms: Counter[str] = Counter()
         self.actions: Counter[str] = Counter({"INCREASE": 0, "HOLD": 0, "DECREASE": 0})
-        self.violations: Counter[str] = Counter()
-        self.tumbling = 0
+        #: The tumbling windows' violations; NO_DATA rows never reach it (``add``).
+        self.tally = ViolationTally(min_samples=0)
         self.evaluated = 0
         self._last_tumble_ms: int | None = None
         self._last_ms: int | None = None
@@ -173,14 +176,7 @@ class SummaryBuilder:
         if row.zone == "NO_DATA":
             return
         self.evaluated += 1
-        values = self._values(row)
-        violated = {
-            m
-            for m in SLO_METRICS
-            if self.slo.get(m) is not None
-            and values[m] is not None
-            and float(values[m] or 0.0) > float(self.slo[m] or 0.0)
-        }
+        violated = over_limits(self._values(row), {m: self.slo.get(m) for m in SLO_METRICS})
         compliant = row.zone != "BREACH" and not violated
         self._recent.append(compliant)
         for m, recent in self._recent_by_metric.items():
@@ -188,14 +184,17 @@ class SummaryBuilder:
         tumbled: bool | None = None
         if self._last_tumble_ms is None or row.epoch_ms - self._last_tumble_ms >= self.window_ms:
             self._last_tumble_ms = row.epoch_ms
-            self.tumbling += 1
-            tumbled = bool(violated) or row.zone == "BREACH"
-            for m in violated:
-                self.violations[m] += 1
-            if row.zone == "BREACH" and not violated:
-                self.violations["label"] += 1
+            # A BREACH no overall SLO explains is a label's: counted as "label".
+            breaches = violated or ({"label"} if row.zone == "BREACH" else set())
+            self.tally.add(row.samples, breaches)
+            tumbled = bool(breaches)
         self._timeline.append((row.epoch_ms, row.new_rate, tumbled))
         self._track_span(row, compliant)
+
+    @property
+    def tumbling(self) -> int:
+        """The tumbling windows counted so far."""
+        return self.tally.judged
 
     def held_rate(self) -> dict[str, Any]:
         """The second half of the run: the time-weighted median rate in force and the
@@ -218,7 +217,7 @@ class SummaryBuilder:
                     median = rates[i]
                     break
         verdicts = [v for _, _, v in half if v is not None]
-        share = (sum(verdicts) / len(verdicts)) if verdicts else None
+        share = violation_share(sum(verdicts), len(verdicts))
         return {
             "rps": None if median is None else round(median, 3),
             "violation_share": None if share is None else round(share, 4),
@@ -268,8 +267,9 @@ class SummaryBuilder:
             verdict = "FAIL"
         if verdict == "PASS" and capacity.status == "lower_bound" and self.min_capacity is None:
             verdict = INCONCLUSIVE
+        # summary.json writes 0.0, not null, where no window was judged (its contract).
         shares = {
-            m: (self.violations[m] / self.tumbling if self.tumbling else 0.0)
+            m: self.tally.share(m) or 0.0
             for m in (*SLO_METRICS, "label")
             if m == "label" or self.slo.get(m) is not None
         }

@@ -10,7 +10,8 @@ start-up and the stop at the end fall outside.
   ``min_samples`` samples is NO_DATA and not judged.
 * **violation share (p95)**: judged windows whose p95 exceeded the SLO / judged
   windows (the paper's "SLO-violation rate"); ``violation_share_any`` counts a breach
-  of any SLO (p95 or error rate).
+  of any SLO (p95 or error rate); both as ``loadguard.violations`` defines the share,
+  over its ``tumbling_observations`` from :math:`t_0`.
 * **mean / p95 / p99 / error rate**: over all counted samples (numpy 'linear' quantile,
   as the window uses).
 * **ok throughput**: successful counted samples / D. **compliant throughput**: the
@@ -35,6 +36,7 @@ from loadguard.evaluate.offered import OfferedSchedule
 from loadguard.jtl.sample import SampleBatch
 from loadguard.observation import Zone
 from loadguard.slo import SloSpec
+from loadguard.violations import ViolationTally, tumbling_observations
 from loadguard.window import Window
 
 SERIES_STEP_MS = 2_000
@@ -110,8 +112,11 @@ def run_metrics(
     window = Window(window_ms, by_label=False)
     window.add(batch.select(counted))
     points: list[WindowPoint] = []
-    judged = violating_p95 = violating_any = 0
+    tally = ViolationTally(spec.min_samples)
     compliant_ok = 0
+    for obs in tumbling_observations(spec, window, t0, duration_ms // window_ms):
+        if tally.add_observation(obs) and obs.zone is not Zone.BREACH:
+            compliant_ok += round(obs.stats.overall.ok_rps * window_ms / 1000.0)
     step = SERIES_STEP_MS if window_ms % SERIES_STEP_MS == 0 else window_ms
     for now in range(t0 + window_ms, t0 + duration_ms + 1, step):
         stats = window.stats(now)
@@ -119,12 +124,6 @@ def run_metrics(
         commanded = offered.count(lo, now) / (window_ms / 1000.0)
         obs = spec.evaluate(stats, now, commanded)
         tumbling = (now - t0) % window_ms == 0
-        if tumbling and obs.zone is not Zone.NO_DATA:
-            judged += 1
-            violating_p95 += "p95_ms" in obs.breaches
-            violating_any += obs.zone is Zone.BREACH
-            if obs.zone is not Zone.BREACH:
-                compliant_ok += round(stats.overall.ok_rps * window_ms / 1000.0)
         n_started = int(
             np.searchsorted(starts, now, "right") - np.searchsorted(starts, lo, "right")
         )
@@ -156,10 +155,10 @@ def run_metrics(
         compliant_ok_rps=compliant_ok / duration_s,
         steady_ok_rps=steady_ok / max(duration_s - steady_from_s, 1e-9),
         windows=duration_ms // window_ms,
-        windows_judged=judged,
-        windows_violating_p95=violating_p95,
-        violation_share_p95=violating_p95 / judged if judged else None,
-        violation_share_any=violating_any / judged if judged else None,
+        windows_judged=tally.judged,
+        windows_violating_p95=tally.count("p95_ms"),
+        violation_share_p95=tally.share("p95_ms"),
+        violation_share_any=tally.share(),
         offered_rps=offered_count / duration_s,
         started_rps=started / duration_s,
         held_back=max(0.0, offered_count - started),

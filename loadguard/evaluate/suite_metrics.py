@@ -3,8 +3,9 @@ r"""The goal figures of one run on a suite plant, pure.
 Inputs: every sample (send time, end time, success), the commanded rate at each tick,
 the plant's λ*(t) (a step function, 0 in an outage), its p95 SLO d, window W = 10 s.
 
-* **violations** (the suite's *violation share*, defined once, in ``violation_share``):
-  the share of the judged windows whose p95 exceeds d. The windows are the tumbling
+* **violations** (the suite's *violation share*, ``violation_share``: the share
+  ``loadguard.violations`` defines, over the suite's own windows): the share of the
+  judged windows whose p95 exceeds d. The windows are the tumbling
   windows :math:`(kW, (k+1)W]` of *completion* time, W = 10 s; a window is judged when
   kW ≥ 30 s (the first 30 s are the ramp from 5 req/s) and it holds at least
   ``MIN_SAMPLES`` = 5 completed samples; its p95 is numpy's linear percentile of the
@@ -51,6 +52,7 @@ import numpy as np
 import numpy.typing as npt
 
 from loadguard.simulate.steps import step_value
+from loadguard.violations import ViolationTally, over_limits
 
 F64 = npt.NDArray[np.float64]
 BOOL = npt.NDArray[np.bool_]
@@ -197,9 +199,12 @@ def violation_share(
     tumbling windows ``rows`` (``window_table``), those from 30 s on holding at least
     ``MIN_SAMPLES`` samples are judged; the share is the judged windows whose p95 exceeds
     ``p95_ms``. Returns (share, judged windows); share ``None`` if none was judged."""
-    judged = [r for r in rows if r[0] * WINDOW_S >= SKIP_S and r[1] >= MIN_SAMPLES]
-    bad = sum(1 for r in judged if r[2] is not None and r[2] > p95_ms)
-    return (bad / len(judged) if judged else None), len(judged)
+    tally = ViolationTally(MIN_SAMPLES)
+    limits = {"p95_ms": p95_ms}
+    for k, n, p95, _errors in rows:
+        if k * WINDOW_S >= SKIP_S:
+            tally.add(n, over_limits({"p95_ms": p95}, limits))
+    return tally.share("p95_ms"), tally.judged
 
 
 def elapsed_ms(data: RunData) -> F64:

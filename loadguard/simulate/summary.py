@@ -5,7 +5,8 @@ With D the duration, W the SLO window and λ*(t) the scenario's capacity (``Scen
 * ``violation_share_<m>``: tumbling windows :math:`(kW, (k+1)W]` of completion time,
   judged by the same ``Window`` and ``SloSpec`` as the controller; the share of the windows
   holding at least ``min_samples`` samples whose metric m exceeded its threshold
-  (``p95``, ``p99``, ``mean``, ``error`` ...; ``null`` for an SLO not set);
+  (``p95``, ``p99``, ``mean``, ``error`` ...; ``null`` for an SLO not set): the share
+  ``loadguard.violations`` defines, over its ``tumbling_observations`` from 0;
 * ``ok_rps``: successful samples completed by D, divided by D;
 * ``lambda_star``: time-weighted mean of λ*(t) over [0, D]; ``efficiency`` =
   ``ok_rps / lambda_star``; ``steady_efficiency`` the same over [``steady_from_s``, D]
@@ -29,6 +30,7 @@ from loadguard.jtl.sample import SampleBatch
 from loadguard.observation import Zone
 from loadguard.simulate.run import SimRun
 from loadguard.slo import METRICS, SloSpec
+from loadguard.violations import tumbling_tally
 from loadguard.window import Window
 
 STEADY_FROM_S = 120.0
@@ -58,25 +60,19 @@ def _batch(arrival: np.ndarray[Any, Any], end: np.ndarray[Any, Any], ok: Any) ->
     )
 
 
+def _round(share: float | None) -> float | None:
+    return None if share is None else round(share, 4)
+
+
 def _violations(spec: SloSpec, batch: SampleBatch, duration_s: float) -> dict[str, Any]:
     window = Window(spec.window_ms, by_label=False)
     window.add(batch)
-    counts: Counter[str] = Counter()
-    judged = any_breach = 0
-    for k in range(1, int(duration_s * 1000) // spec.window_ms + 1):
-        now_ms = k * spec.window_ms
-        obs = spec.evaluate(window.stats(now_ms), now_ms, 0.0)
-        if obs.zone is Zone.NO_DATA:
-            continue
-        judged += 1
-        any_breach += obs.zone is Zone.BREACH
-        counts.update(obs.breaches)
-    out: dict[str, Any] = {"windows": judged}
+    tally = tumbling_tally(spec, window, 0, int(duration_s * 1000) // spec.window_ms)
+    out: dict[str, Any] = {"windows": tally.judged}
     for field, short in _SHORT.items():
         limit = spec.threshold(field)
-        share = None if limit is None or judged == 0 else round(counts[field] / judged, 4)
-        out[f"violation_share_{short}"] = share
-    out["violation_share_any"] = round(any_breach / judged, 4) if judged else None
+        out[f"violation_share_{short}"] = None if limit is None else _round(tally.share(field))
+    out["violation_share_any"] = _round(tally.share())
     return out
 
 

@@ -9,7 +9,8 @@ third-party packages, and anything in a layer below it):
    (figures and the headline sentence for people), ``jtl.sample`` (the
    ``SampleBatch`` and ``SampleSource`` types), and the counting core: ``exceedance``,
    ``ledger``, ``evidence``, ``capacity``, and ``resources`` (the package data),
-   ``atomic_file`` and ``signals``. A leaf imports only other leaves.
+   ``atomic_file`` and ``signals``, and ``violations`` (the violation share).
+   A leaf imports only other leaves.
 1. ``jtl``: reading JTL files.
 2. ``actuator`` (pushing rates to JMeter; may read ``jtl``), ``policies`` (deciding
    rates), ``report`` (rendering a finished run; may read ``jtl``).
@@ -54,6 +55,7 @@ LEAVES = frozenset(
         "loadguard.resources",
         "loadguard.atomic_file",
         "loadguard.signals",
+        "loadguard.violations",
     }
 )
 
