@@ -393,13 +393,25 @@ class JtlFollower:
             return SampleBatch.empty()
         return self._select(self._drain())
 
-    def _drain(self) -> list[RawRows]:
-        """Every row left in the open file, the decoder's held tail included."""
-        parts: list[RawRows] = []
-        while data := self._read(self.read_bytes):
-            parts += self._feed(data)
+    def row_chunks(self) -> Iterator[RawRows]:
+        """Offline reading at the row level: the file as it is now, ``chunk_bytes`` at a
+        time, then its held tail, as the decoder's rows *before* the row selection: for
+        a reader that applies ``self.selector`` itself (the report's digest keeps labels
+        as codes). The file is taken as finished: no truncation or rewrite detection."""
+        if self._fd is None and not self._open():
+            return
+        yield from self._rows_left(self.chunk_bytes)
+
+    def _rows_left(self, limit: int) -> Iterator[RawRows]:
+        """Every row left in the open file, ``limit`` bytes a read, the decoder's held
+        tail included."""
+        while data := self._read(limit):
+            yield from self._feed(data)
             if self._decoder is None and not self._in_hole:
                 break  # only whitespace, given back: nothing more to read
         if self._decoder is not None:
-            parts += self._decoder.finish()
-        return parts
+            yield from self._decoder.finish()
+
+    def _drain(self) -> list[RawRows]:
+        """Every row left in the open file, the decoder's held tail included."""
+        return list(self._rows_left(self.read_bytes))

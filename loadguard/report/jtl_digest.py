@@ -1,7 +1,10 @@
 """One streaming pass over a JTL: per-second throughput and exact per-label latency.
 
-A 7.2M-row JTL (2,000 samples/s for an hour) is read in chunks of ``chunk_rows`` with
-only the four columns the report needs, so memory is bounded by the chunk, not the file.
+A 7.2M-row JTL (2,000 samples/s for an hour) is read by the live loop's own reader,
+``loadguard.jtl.follow.JtlFollower`` (``row_chunks``), ``chunk_bytes`` at a time, so
+memory is bounded by the chunk, not the file; the same reader, with JMeter's quirks
+(quoted fields, raw newlines inside them, header variants, headerless and non-comma
+CSVs with a ``JtlFormat``, XML with characters XML 1.0 forbids), for every JTL.
 Each chunk is folded into:
 
 * per-second counts keyed on the completion second ``floor((timeStamp + elapsed) / 1000)``
@@ -12,23 +15,19 @@ Each chunk is folded into:
   *exactly* as ``numpy.quantile`` (linear) over all samples would give them.
   Memory: 512 KiB per label (65,536 int64 bins), independent of the run length.
 
-Malformed rows are counted and left out: a ``timeStamp`` or ``elapsed`` that is not a
-number, or a ``success`` that is neither ``true`` nor ``false`` (a row cut short, or
-shifted by an unquoted delimiter). Fields past the header's last column are ignored by
-the parser (``usecols``): such a row counts if its leading columns are sound.
+Malformed rows are counted (``malformed_rows``) and left out, by the reader's rules: a
+``timeStamp`` or ``elapsed`` that is not a number, a ``success`` that is not a boolean, a
+record with more or fewer fields than the header (a row cut short, or shifted by an
+unquoted delimiter).
 
 Each request counts once, as in the sidecar and ``loadguard metrics``: Transaction
 Controller rows and sub-results (``<parent>-<n>``) are left out and counted in
 ``skipped_rows``, by the live loop's own rules (``loadguard.jtl.selection.RowSelector``).
 With ``transactions`` the Transaction Controller rows count as labels of their own, kept
 out of the overall figures and the per-second counts (their children are there already).
-On the fast path ``responseMessage`` and ``threadName`` are read too (as categories), and
-a chunk goes through the selector only when ``RowSelector.all_counted`` cannot tell from
-its distinct labels and messages that every row counts: a plain JTL never does.
-
-Other JTLs (XML, a CSV without a header line, a CSV with another delimiter, which its
-header line tells) are read by the live loop's ``JtlFollower`` with the given
-``JtlFormat`` and folded the same way.
+Labels stay codes (never one Python string per row), and a chunk goes through the
+selector row by row only when ``RowSelector.all_counted`` cannot tell from its distinct
+labels and messages that every row counts: a plain JTL never does.
 
 Labels: the first ``MAX_LABELS`` distinct labels get their own exact row; samples of any
 further label are folded into ``OTHER_LABELS`` (still exact, as one group), so a plan
@@ -37,26 +36,21 @@ that puts URLs with ids in its labels cannot make memory grow without bound.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import numpy.typing as npt
 import pandas as pd
 
 from loadguard.errors import JtlError, ReportError
 from loadguard.histogram import LatencyHistogram
 from loadguard.jtl.columns import JtlFormat, header_columns
+from loadguard.jtl.csv_stream import CHUNK_BYTES
 from loadguard.jtl.follow import JtlFollower
-from loadguard.jtl.raw_rows import TRANSACTION_PREFIX, RawRows
-from loadguard.jtl.selection import RowSelector
 from loadguard.report.decision_frame import read_header
 
 JTL_COLUMNS: tuple[str, ...] = ("timeStamp", "elapsed", "label", "success")
-#: Read when the header has them: what row selection needs (transactions, sub-results).
-SELECTION_COLUMNS: tuple[str, ...] = ("responseMessage", "threadName")
-CHUNK_ROWS = 250_000
 #: Labels with a row of their own (512 KiB each: at most 128 MiB of histograms).
 MAX_LABELS = 256
 OTHER_LABELS = "(other labels)"
@@ -190,46 +184,23 @@ def _fold(
     seconds.add(end, ok)
 
 
-def _headed_csv_columns(path: Path) -> list[str] | None:
-    """The columns of a comma-separated JTL header naming ours, else None.
-
-    A header lacking one of them is an error here: the file is a CSV JTL, but one that
-    cannot be reported on."""
+def _check_headed_csv(path: Path) -> None:
+    """A comma-separated JTL header must name the columns a report needs: the file is
+    a CSV JTL, but one that cannot be reported on."""
     header = read_header(path)
     if header_columns(header) is None:
-        return None
+        return
     missing = [c for c in JTL_COLUMNS if c not in header]
     if missing:
         raise ReportError(
             f"{path}: not a CSV JTL with the columns a report needs (lacks "
             f"{', '.join(missing)}); turn on those jmeter.save.saveservice flags"
         )
-    return list(header)
-
-
-def _chunks(path: Path, chunk_rows: int, columns: list[str]) -> Iterator[pd.DataFrame]:
-    extra = [c for c in SELECTION_COLUMNS if c in columns]
-    try:
-        yield from pd.read_csv(
-            path,
-            usecols=[*JTL_COLUMNS, *extra],
-            # timeStamp, elapsed and success are left to the C parser's own inference
-            # (int64 / bool: the fast path); a chunk with a malformed value comes back
-            # as strings and takes the slow path in ``_numbers`` / ``_success``. String
-            # columns are categories: one Python string per distinct value, not per row.
-            dtype={"label": "category", **dict.fromkeys(extra, "category")},
-            keep_default_na=False,
-            chunksize=chunk_rows,
-            on_bad_lines="skip",
-            engine="c",
-        )
-    except (OSError, ValueError, pd.errors.ParserError) as exc:
-        raise ReportError(f"{path}: cannot parse: {exc}") from exc
 
 
 def digest_jtl(
     path: Path,
-    chunk_rows: int = CHUNK_ROWS,
+    chunk_bytes: int = CHUNK_BYTES,
     max_labels: int = MAX_LABELS,
     fmt: JtlFormat | None = None,
     *,
@@ -240,15 +211,24 @@ def digest_jtl(
     ``fmt`` describes a CSV written without a header line, or with another delimiter or
     a date timestamp format; a comma-separated CSV with a header, or XML, needs none.
     ``transactions``: Transaction Controller rows count as labels (``--transactions``).
+    ``chunk_bytes``: how much of the file one read takes (memory is bounded by it).
     """
     digest = JtlDigest(path=path)
     seconds = _Seconds()
-    selector = RowSelector(transactions=transactions)
-    columns = _headed_csv_columns(path)
-    if columns is not None and (fmt is None or fmt.timestamp_format == "ms"):
-        _digest_frames(digest, seconds, chunk_rows, max_labels, columns, selector)
-    else:
-        _digest_samples(digest, seconds, fmt or JtlFormat(), max_labels, transactions)
+    _check_headed_csv(path)
+    try:
+        with JtlFollower(
+            path, fmt=fmt, transactions=transactions, chunk_bytes=chunk_bytes
+        ) as follower:
+            _digest_rows(digest, seconds, follower, max_labels)
+            status = follower.status()
+    except (JtlError, OSError) as exc:
+        raise ReportError(f"{path}: cannot read the JTL: {exc}") from exc
+    digest.source = status.format or "csv"
+    digest.rows = status.records - (1 if status.has_header else 0)
+    digest.malformed_rows = status.malformed_rows
+    digest.skipped_rows = status.skipped_transactions + status.skipped_subresults
+    digest.illegal_xml_chars = status.illegal_xml_chars
     if (frame := seconds.frame()) is not None:
         digest.per_second = frame
     if digest.overall.count == 0:
@@ -262,55 +242,15 @@ def digest_jtl(
     return digest
 
 
-def _digest_samples(
-    digest: JtlDigest, seconds: _Seconds, fmt: JtlFormat, max_labels: int, transactions: bool
+def _digest_rows(
+    digest: JtlDigest, seconds: _Seconds, follower: JtlFollower, max_labels: int
 ) -> None:
-    """The follower path: XML, headerless or non-comma CSV."""
-    path = digest.path
-    try:
-        with JtlFollower(path, fmt=fmt, transactions=transactions) as follower:
-            for batch in follower.batches():
-                _fold(
-                    digest, seconds, batch.start_ms, batch.elapsed_ms, batch.success,
-                    pd.factorize(batch.label, use_na_sentinel=False), max_labels,
-                    follower.transaction_labels if transactions else (),
-                )  # fmt: skip
-            status = follower.status()
-    except (JtlError, OSError) as exc:
-        raise ReportError(f"{path}: cannot read the JTL: {exc}") from exc
-    digest.source = status.format or "csv"
-    digest.rows = status.records
-    digest.malformed_rows = status.malformed_rows
-    digest.skipped_rows = status.skipped_transactions + status.skipped_subresults
-    digest.illegal_xml_chars = status.illegal_xml_chars
-
-
-def _digest_frames(
-    digest: JtlDigest,
-    seconds: _Seconds,
-    chunk_rows: int,
-    max_labels: int,
-    columns: list[str],
-    selector: RowSelector,
-) -> None:
-    """The fast path: a CSV with a header, the needed columns read by pandas in chunks."""
+    """Every chunk of the follower's rows, folded: labels stay codes while the row
+    selection can tell from a chunk's distinct labels that every row counts (a plain JTL
+    always), else the chunk goes through the selection row by row."""
+    selector = follower.selector
     not_overall = selector.transaction_labels if selector.transactions else set()
-    for chunk in _chunks(digest.path, chunk_rows, columns):
-        digest.rows += len(chunk)
-        start = _numbers(chunk["timeStamp"])
-        elapsed = _numbers(chunk["elapsed"])
-        ok_all, known = _success(chunk["success"])
-        good = np.isfinite(start) & np.isfinite(elapsed) & known
-        n_good = int(np.count_nonzero(good))
-        digest.malformed_rows += len(good) - n_good
-        all_good = n_good == len(good)
-        rows = _raw_rows(
-            chunk,
-            None if all_good else good,
-            start.astype(np.int64) if all_good else start[good].astype(np.int64),
-            elapsed.astype(np.int64) if all_good else elapsed[good].astype(np.int64),
-            ok_all if all_good else ok_all[good],
-        )
+    for rows in follower.row_chunks():
         if selector.all_counted(rows):
             labels = (rows.label_code, rows.label_names)
             _fold(digest, seconds, rows.start_ms, rows.elapsed_ms, rows.success, labels, max_labels)
@@ -320,70 +260,6 @@ def _digest_frames(
             digest, seconds, batch.start_ms, batch.elapsed_ms, batch.success,
             pd.factorize(batch.label, use_na_sentinel=False), max_labels, not_overall,
         )  # fmt: skip
-    digest.skipped_rows = selector.skipped_transactions + selector.skipped_subresults
-
-
-def _raw_rows(
-    chunk: pd.DataFrame,
-    good: npt.NDArray[np.bool_] | None,
-    start: npt.NDArray[np.int64],
-    elapsed: npt.NDArray[np.int64],
-    ok: npt.NDArray[np.bool_],
-) -> RawRows:
-    """A chunk's well-formed rows (``good``; None: all) as the row selector's input."""
-    n = len(start)
-    label_code, label_names = _categories(chunk["label"], good)
-    if "threadName" in chunk:
-        thread_code, thread_names = _categories(chunk["threadName"], good)
-    else:
-        thread_code, thread_names = np.zeros(n, np.int64), np.asarray([""], object)
-    transaction = np.zeros(n, np.bool_)
-    if "responseMessage" in chunk:
-        msg_code, msg_names = _categories(chunk["responseMessage"], good)
-        tx = [k for k, m in enumerate(msg_names) if str(m).startswith(TRANSACTION_PREFIX)]
-        if tx:
-            transaction = np.isin(msg_code, np.asarray(tx, np.int64))
-    all_threads = np.full(n, -1, np.int32)  # not used by the selector
-    return RawRows(
-        start, elapsed, ok, label_code, label_names, thread_code, thread_names, all_threads,
-        transaction,
-    )  # fmt: skip
-
-
-def _categories(
-    column: pd.Series, good: npt.NDArray[np.bool_] | None
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.object_]]:
-    """A categorical column as (codes, names); a missing cell (a row cut short) is ""."""
-    cat = column.array
-    codes = np.asarray(cat.codes, np.int64)
-    if good is not None:
-        codes = codes[good]
-    names = np.empty(len(cat.categories) + 1, object)
-    names[:-1] = [str(c) for c in cat.categories]
-    names[-1] = ""
-    if (codes < 0).any():
-        codes = np.where(codes < 0, len(names) - 1, codes)
-    else:
-        names = names[:-1]
-    return codes, names
-
-
-def _numbers(column: pd.Series) -> npt.NDArray[np.float64]:
-    """A column as float64, NaN where a cell is not a number."""
-    if pd.api.types.is_numeric_dtype(column.dtype) and not pd.api.types.is_bool_dtype(column):
-        return column.to_numpy(np.float64)
-    return pd.to_numeric(column, errors="coerce").to_numpy(np.float64)
-
-
-def _success(column: pd.Series) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
-    """JMeter's ``success`` as (ok, known): JMeter writes only ``true`` or ``false``;
-    anything else (a row cut short, a shifted row) makes the row malformed."""
-    if pd.api.types.is_bool_dtype(column.dtype):
-        ok = column.to_numpy(np.bool_)
-        return ok, np.ones(len(ok), np.bool_)
-    text = column.astype(str).str.lower()
-    ok = text.eq("true").to_numpy(np.bool_)
-    return ok, ok | text.eq("false").to_numpy(np.bool_)
 
 
 def _fold_labels(

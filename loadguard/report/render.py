@@ -21,10 +21,11 @@ import pandas as pd
 
 from loadguard import __version__
 from loadguard.headline import failure_cause, headline
+from loadguard.jtl.csv_stream import CHUNK_BYTES
 from loadguard.report import charts, page, tables
 from loadguard.report.atomic import write_all
 from loadguard.report.decision_frame import load_decisions
-from loadguard.report.jtl_digest import CHUNK_ROWS, JtlDigest, digest_jtl
+from loadguard.report.jtl_digest import JtlDigest, digest_jtl
 from loadguard.report.run_inputs import DASHBOARD_INDEX, RunPaths, load_summary, resolve_run
 
 
@@ -50,11 +51,11 @@ class RunData:
         return last
 
 
-def load_run(paths: RunPaths, chunk_rows: int = CHUNK_ROWS) -> RunData:
+def load_run(paths: RunPaths, chunk_bytes: int = CHUNK_BYTES) -> RunData:
     decisions = load_decisions(paths.decisions)
     summary = load_summary(paths.summary) if paths.summary else None
     jtl = (
-        digest_jtl(paths.jtl, chunk_rows, fmt=paths.jtl_format, transactions=paths.transactions)
+        digest_jtl(paths.jtl, chunk_bytes, fmt=paths.jtl_format, transactions=paths.transactions)
         if paths.jtl
         else None
     )
@@ -197,7 +198,7 @@ def _dashboard_meta(run: RunData, out: Path | None) -> str:
 
 
 def render_report(
-    source: Path | RunPaths, out: Path | None = None, *, chunk_rows: int = CHUNK_ROWS
+    source: Path | RunPaths, out: Path | None = None, *, chunk_bytes: int = CHUNK_BYTES
 ) -> Path:
     """Write the report of a run; returns the HTML path.
 
@@ -205,7 +206,7 @@ def render_report(
     defaults to ``report.html`` in the run directory (or beside the decision log).
     """
     paths = source if isinstance(source, RunPaths) else resolve_run(source)
-    run = load_run(paths, chunk_rows)
+    run = load_run(paths, chunk_bytes)
     target = out if out is not None else paths.default_out()
     built = build_charts(run)
     drawn = [(c, charts.svg_text(c.figure)) for c in built]

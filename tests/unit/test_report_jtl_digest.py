@@ -38,10 +38,10 @@ def jtl(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_jtl(tmp_path_factory.mktemp("jtl") / "r.jtl", rows)
 
 
-@pytest.mark.parametrize("chunk_rows", [7, 1000, 1_000_000])
-def test_per_label_percentiles_equal_numpy_over_all_rows(jtl: Path, chunk_rows: int) -> None:
+@pytest.mark.parametrize("chunk_bytes", [700, 100_000, 8 << 20])
+def test_per_label_percentiles_equal_numpy_over_all_rows(jtl: Path, chunk_bytes: int) -> None:
     df = pd.read_csv(jtl)
-    digest = digest_jtl(jtl, chunk_rows=chunk_rows)
+    digest = digest_jtl(jtl, chunk_bytes=chunk_bytes)
     assert digest.rows == len(df) and digest.malformed_rows == 0
     for label, group in df.groupby("label"):
         d = digest.labels[str(label)]
@@ -55,7 +55,7 @@ def test_per_label_percentiles_equal_numpy_over_all_rows(jtl: Path, chunk_rows: 
 
 def test_per_second_counts_completions(jtl: Path) -> None:
     df = pd.read_csv(jtl)
-    digest = digest_jtl(jtl, chunk_rows=333)
+    digest = digest_jtl(jtl, chunk_bytes=33_300)
     sec = (df["timeStamp"] + df["elapsed"]) // 1000
     expected = sec.value_counts().sort_index()
     assert digest.per_second["count"].to_dict() == expected.to_dict()
@@ -84,7 +84,7 @@ def test_malformed_rows_are_counted_and_left_out(tmp_path: Path) -> None:
 
 def test_labels_past_the_cap_are_folded_into_one_exact_group(tmp_path: Path) -> None:
     rows = [(T0 + i, 10 * (i + 1), f"/item/{i}", True) for i in range(6)]
-    digest = digest_jtl(write_jtl(tmp_path / "many.jtl", rows), chunk_rows=2, max_labels=3)
+    digest = digest_jtl(write_jtl(tmp_path / "many.jtl", rows), chunk_bytes=200, max_labels=3)
     assert sorted(digest.labels) == ["(other labels)", "/item/0", "/item/1", "/item/2"]
     other = digest.labels["(other labels)"]
     assert other.count == 3 and other.hist.quantile(0.5) == 50.0
@@ -273,12 +273,12 @@ def _assert_figures(d: LabelDigest, group: pd.DataFrame, what: str) -> None:
 
 
 @pytest.mark.parametrize("transactions", [False, True])
-@pytest.mark.parametrize(("delimiter", "chunk_rows"), [(",", 7), (",", 250_000), ("\t", 0)])
+@pytest.mark.parametrize(("delimiter", "chunk_bytes"), [(",", 700), (",", 8 << 20), ("\t", 0)])
 def test_csv_counts_each_request_once_as_the_metrics_reader_does(
-    tmp_path: Path, transactions: bool, delimiter: str, chunk_rows: int
+    tmp_path: Path, transactions: bool, delimiter: str, chunk_bytes: int
 ) -> None:
     path = _nested_jtl(tmp_path / "nested.jtl", delimiter, iterations=60)
-    digest = digest_jtl(path, chunk_rows or 250_000, transactions=transactions)
+    digest = digest_jtl(path, chunk_bytes or 8 << 20, transactions=transactions)
     ref, tx_labels, skipped = _reference(path, transactions)
     assert tx_labels == {"outer", "inner", "checkout"}
     assert digest.malformed_rows == 0
@@ -323,7 +323,7 @@ def test_plain_csv_never_goes_through_the_row_selection(
         raise AssertionError("a plain JTL went through RowSelector.select")
 
     monkeypatch.setattr(RowSelector, "select", refuse)
-    digest = digest_jtl(jtl, chunk_rows=1000)
+    digest = digest_jtl(jtl, chunk_bytes=100_000)
     assert digest.overall.count == 5000 and digest.skipped_rows == 0
 
 
@@ -339,7 +339,9 @@ def test_a_label_ending_in_a_number_is_a_request_unless_it_follows_its_parent(
     path = tmp_path / "r.jtl"
     with path.open("w", newline="") as fh:
         csv.writer(fh, lineterminator="\n").writerows([DEFAULT_COLUMNS, *rows])
-    digest = digest_jtl(path, chunk_rows=2)  # /page-0 in the chunk after /page
+    data = path.read_bytes()
+    chunk = data.rindex(b"\n", 0, data.index(b"/page-0")) + 1
+    digest = digest_jtl(path, chunk_bytes=chunk)  # /page-0 in the chunk after /page
     assert sorted(digest.labels) == ["/item", "/item-1", "/page"]
     assert digest.skipped_rows == 1
 
