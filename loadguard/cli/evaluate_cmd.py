@@ -1,10 +1,10 @@
-"""``loadguard evaluate``: the evaluation harness (thin; the work is loadguard.evaluate)."""
+"""``loadguard evaluate``: the evaluation harness and the plant suites (thin: the flags and
+the output; the modes are ``loadguard.evaluate.modes``)."""
 
 from __future__ import annotations
 
 import logging
 import sys
-from datetime import datetime
 from pathlib import Path
 
 import click
@@ -19,25 +19,11 @@ from loadguard.cli.options import (
     seed_option,
     violation_budget_option,
 )
-from loadguard.cli.suite_cmd import run_suite_command
-from loadguard.cli.suite_real_cmd import run_real_suite_command
 from loadguard.durations import Seconds
-from loadguard.errors import UsageError
-from loadguard.evaluate.config import EvalConfig, teastore_overrides
-from loadguard.evaluate.harness import evaluate, rerender
-from loadguard.evaluate.schemes import SCHEMES, parse_schemes
+from loadguard.evaluate import modes
+from loadguard.evaluate.schemes import SCHEMES
 from loadguard.evaluate.targets import TARGETS
 from loadguard.signals import interrupt_on_signals
-
-
-def _rates(text: str) -> tuple[float, ...]:
-    try:
-        rates = tuple(float(r) for r in text.split(",") if r.strip())
-    except ValueError as exc:
-        raise UsageError(f"--sweep-rates: expected numbers like 100,120,140 ({exc})") from exc
-    if not rates or any(r <= 0 for r in rates):
-        raise UsageError("--sweep-rates: give positive rates in req/s")
-    return rates
 
 
 def _command_line() -> str:
@@ -45,6 +31,15 @@ def _command_line() -> str:
     if sys.argv[1:2] == ["evaluate"]:
         return " ".join(["loadguard", *sys.argv[1:]])
     return " ".join([".venv/bin/python", "benchmarks/evaluate.py", *sys.argv[1:]])
+
+
+def _progress(message: str) -> None:
+    click.echo(message, err=True)
+
+
+def _stop_everything_on_sigterm() -> None:
+    # SIGTERM unwinds like Ctrl-C, so every target and JMeter started is stopped.
+    click.get_current_context().with_resource(interrupt_on_signals())
 
 
 @click.command("evaluate")
@@ -178,68 +173,51 @@ def evaluate_cmd(
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr, force=True
     )
-    if suite and target_kind != "emulator":
-        raise UsageError("--suite runs in the simulator: it takes no --target")
-    if real and not suite:
-        raise UsageError("--real runs the plant suite: give --suite too")
-    if not suite and (seeds is not None or violation_budget is not None):
-        raise UsageError("--seeds and --violation-budget: only with --suite")
-    if real and (seeds is not None or violation_budget is not None):
-        raise UsageError("--seeds and --violation-budget: the simulator's suite only, not --real")
+    modes.check_mode(
+        suite=suite, real=real, target=target_kind, seeds=seeds, violation_budget=violation_budget
+    )
     if suite and real:
-        # SIGTERM unwinds like Ctrl-C, so every target and JMeter started is stopped.
-        click.get_current_context().with_resource(interrupt_on_signals())
-        run_real_suite_command(
-            plants=plants, policies=policies, duration=duration, doc=doc, out=out,
-            command=_command_line(), render_only=render_only,
-        )  # fmt: skip
+        _stop_everything_on_sigterm()
+        real_cfg = modes.real_suite_config(policies=policies, duration_s=duration, out=out)
+        if render_only:
+            doc_path, json_path = modes.rerender_real_suite(plants, doc)
+            click.echo(f"report: {doc_path} again from {json_path}", err=True)
+            return
+        found = modes.run_real_plant_suite(
+            real_cfg, plants, doc=doc, command=_command_line(), progress=_progress
+        )
+        click.echo(
+            f"goal met in {found.met} of {found.total} runs; report: {found.doc}; "
+            f"data: {found.data}; runs: {real_cfg.out_dir}",
+            err=True,
+        )
         return
     if suite:
-        run_suite_command(
-            quick=quick, plants=plants, policies=policies, repetitions=repetitions,
-            seeds=seeds, violation_budget=violation_budget, duration=duration,
-            baseline=baseline, doc=doc, out=out, command=_command_line(),
+        suite_cfg = modes.suite_config(
+            quick=quick, policies=policies, repetitions=repetitions, seeds=seeds,
+            violation_budget=violation_budget, duration_s=duration,
         )  # fmt: skip
+        found = modes.run_plant_suite(
+            suite_cfg, plants, baseline=baseline, doc=doc, out=out, command=_command_line(),
+            progress=_progress,
+        )  # fmt: skip
+        click.echo(
+            f"goal met on {found.met} of {found.total} plant x policy pairs (over seeds "
+            f"{','.join(map(str, suite_cfg.seeds))}, B = {suite_cfg.violation_budget:.1%}); "
+            f"report: {found.doc}; data: {found.data}",
+            err=True,
+        )
         return
-    out_dir = out or Path("results") / datetime.now().strftime("evaluate-%Y%m%d-%H%M%S")
-    overrides: dict[str, object] = {
-        "seed": seed,
-        "steady_after_s": steady_after,
-        "command": _command_line(),
-    }
-    if schemes:
-        overrides["schemes"] = parse_schemes(schemes)
-    if repetitions is not None:
-        if repetitions < 1:
-            raise UsageError("--repetitions: must be >= 1")
-        overrides["repetitions"] = repetitions
-    if duration is not None:
-        if duration < 20:
-            raise UsageError("--duration: at least 20s (two 10 s windows)")
-        overrides["duration_s"] = duration
-    if sweep_rates is not None:
-        overrides["sweep_rates"] = _rates(sweep_rates)
-    if sweep_duration is not None:
-        overrides["sweep_seconds"] = sweep_duration
-    if target_kind == "teastore":
-        overrides |= teastore_overrides(layout, quick, overrides, reset=teastore_reset)
-    elif teastore_reset:
-        raise UsageError("--teastore-reset: only with --target teastore")
-    cfg = (
-        EvalConfig.quick_config(out_dir, **overrides)
-        if quick
-        else EvalConfig(out_dir=out_dir, **overrides)  # type: ignore[arg-type]
+    cfg = modes.harness_config(
+        quick=quick, target=target_kind, layout=layout, teastore_reset=teastore_reset,
+        schemes=schemes, repetitions=repetitions, duration_s=duration,
+        steady_after_s=steady_after, seed=seed, sweep_rates=sweep_rates,
+        sweep_duration_s=sweep_duration, out=out, command=_command_line(),
+    )  # fmt: skip
+    _stop_everything_on_sigterm()
+    result = modes.run_harness(
+        cfg, doc, force=force, render_only=render_only, out_given=out is not None
     )
-    if cfg.sweep_warmup_s >= cfg.sweep_seconds:
-        raise UsageError("--sweep-duration: must be longer than the 10 s warm-up")
-    # SIGTERM unwinds like Ctrl-C, so every target and JMeter started is stopped.
-    click.get_current_context().with_resource(interrupt_on_signals())
-    if render_only:
-        if out is None:
-            raise UsageError("--render-only: give --out, the folder of a finished evaluation")
-        result = rerender(cfg, doc)
-    else:
-        result = evaluate(cfg, doc, force=force)
     lam = "-" if result.lambda_star.rps is None else f"{result.lambda_star.rps:.1f} req/s"
     click.echo(f"lambda* measured {lam}; {len(result.rows)} runs", err=True)
     click.echo(f"report: {result.doc}  runs: {result.csv}", err=True)
