@@ -361,3 +361,15 @@ def test_cli_report_leaves_transactions_out_unless_asked(tmp_path: Path) -> None
     html = (tmp_path / "tx.html").read_text()
     assert f"{3 * 20 * 2:,} transaction/sub-result rows left out" in html
     assert ">checkout<" in html and ">outer<" in html and ">leaf redirect-0<" not in html
+
+
+def test_a_quoted_label_with_a_newline_split_across_chunks_is_one_sample(tmp_path: Path) -> None:
+    rows = [
+        _row(T0 + i, 10 + i, "/a" if i % 2 else 'say "hi",\nthere', "TG 1-1") for i in range(40)
+    ]
+    path = tmp_path / "q.jtl"
+    with path.open("w", newline="") as fh:
+        csv.writer(fh, lineterminator="\n").writerows([DEFAULT_COLUMNS, *rows])
+    digest = digest_jtl(path, chunk_bytes=64)  # every record is cut by a chunk boundary
+    assert (digest.rows, digest.malformed_rows) == (40, 0)
+    assert {k: d.count for k, d in digest.labels.items()} == {"/a": 20, 'say "hi",\nthere': 20}
