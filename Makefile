@@ -38,12 +38,22 @@ servers:
 	command -v influxd >/dev/null && command -v prometheus >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends influxdb prometheus)
 
 # The whole suite, real JMeter included (a missing JMeter is a failure here, not a skip).
+# Two passes: the unit and fuzz tests (pure CPU, ~1,450 of them) on $(UNIT_WORKERS) pytest-xdist
+# workers, a file per worker so a module fixture runs once; then everything else (faults,
+# integration: real JMeter, timing-sensitive) serially, as before. Both passes always run;
+# the target fails if either did.
+UNIT_WORKERS ?= 2
 test: jmeter chromium tmux servers lint
-	LOADGUARD_REQUIRE_JMETER=1 $(BIN)/pytest -q --durations=25 tests
+	@status=0; \
+	echo "LOADGUARD_REQUIRE_JMETER=1 $(BIN)/pytest -q --durations=10 -n $(UNIT_WORKERS) --dist loadfile tests/unit tests/fuzz"; \
+	LOADGUARD_REQUIRE_JMETER=1 $(BIN)/pytest -q --durations=10 -n $(UNIT_WORKERS) --dist loadfile tests/unit tests/fuzz || status=$$?; \
+	echo "LOADGUARD_REQUIRE_JMETER=1 $(BIN)/pytest -q --durations=25 -p no:xdist tests --ignore=tests/unit --ignore=tests/fuzz"; \
+	LOADGUARD_REQUIRE_JMETER=1 $(BIN)/pytest -q --durations=25 -p no:xdist tests --ignore=tests/unit --ignore=tests/fuzz || status=$$?; \
+	exit $$status
 
 # Unit tests only, for a quick edit loop.
 test-fast: install
-	$(BIN)/pytest -q tests/unit tests/fuzz
+	$(BIN)/pytest -q -n $(UNIT_WORKERS) --dist loadfile tests/unit tests/fuzz
 
 # The full loop on the embedded demo target: results land in results/<timestamp>/.
 demo: jmeter
