@@ -6,53 +6,34 @@ target (M/M/8, 50 ms: capacity 160 req/s, far below the baselines' 800 req/s). I
 write runs.csv, the PNGs and the Markdown report, and the figures must show what the
 set-up implies: the open-loop baselines saturate the target and hold most of their
 800 req/s back, LoadGuard does not. Takes about 2.5 minutes.
+
+It runs once per session, by the installed wheel outside the checkout
+(tests/installed_wheel.py), and test_wheel.py checks the same run: the figures here hold
+for the code as a user installs it, and CI pays for one quick evaluation, not two.
 """
 
 from __future__ import annotations
 
 import csv
 import json
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from loadguard.evaluate.schemes import BY_NAME
-from loadguard.jmeter.home import JMeterHome
 from loadguard.policies import DEFAULT_POLICY
+from tests.installed_wheel import QuickEvaluation
 
 pytestmark = pytest.mark.jmeter
 
-TIMEOUT_S = 420
-
 
 @pytest.fixture(scope="module")
-def quick_run(tmp_path_factory: pytest.TempPathFactory, jmeter_home: JMeterHome) -> Path:
-    out = tmp_path_factory.mktemp("evaluate")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "loadguard", "evaluate", "--quick", "--out", str(out)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, "JMETER_HOME": str(jmeter_home.path)},
-        start_new_session=True,
-    )
-    try:
-        output, _ = proc.communicate(timeout=TIMEOUT_S)
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)  # unwinds: stops its targets and JMeters
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-    assert proc.returncode == 0, output[-3000:]
-    return out
+def quick_run(quick_evaluation: QuickEvaluation) -> Path:
+    """The session's one quick evaluation (tests/conftest.py), which test_wheel.py also
+    checks: run by the installed wheel, outside the checkout, so what is asserted here
+    holds for the code as a user installs it."""
+    return quick_evaluation.out
 
 
 def runs(out: Path) -> dict[str, dict[str, str]]:
