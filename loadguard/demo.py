@@ -59,15 +59,9 @@ class DemoResult:
     dashboard: str | None = None
 
 
-def run_demo(opts: DemoOptions, progress: logging.Logger = log) -> DemoResult:
-    install(log=progress.info)
-    home = find_jmeter_home()
-    out = opts.out_dir
-    out.mkdir(parents=True, exist_ok=True)
-    spec = SloSpec.from_options(
-        p95=opts.p95, error_rate=opts.error_rate, max_rate=str(opts.max_rate)
-    )
-    target_args = [
+def demo_target_args(opts: DemoOptions) -> list[str]:
+    """``loadguard target`` options of the demo target (M/M/c, its queue, its SLO)."""
+    return [
         "--model",
         "mmc",
         "--workers",
@@ -79,7 +73,27 @@ def run_demo(opts: DemoOptions, progress: logging.Logger = log) -> DemoResult:
         "--p95",
         opts.p95,
     ]
-    with spawn_target(target_args) as target:
+
+
+def demo_properties(port: int, opts: DemoOptions) -> dict[str, str]:
+    """The elastic plan's JMeter properties for the demo target on ``port``."""
+    return {
+        "target.port": str(port),
+        "target.path": "/tools.descartes.teastore.webui/",
+        "threads": str(opts.threads),
+        "duration": str(int(opts.duration_s) + 60),
+    }
+
+
+def run_demo(opts: DemoOptions, progress: logging.Logger = log) -> DemoResult:
+    install(log=progress.info)
+    home = find_jmeter_home()
+    out = opts.out_dir
+    out.mkdir(parents=True, exist_ok=True)
+    spec = SloSpec.from_options(
+        p95=opts.p95, error_rate=opts.error_rate, max_rate=str(opts.max_rate)
+    )
+    with spawn_target(demo_target_args(opts)) as target:
         lam = target.ready.lambda_star_rps
         progress.info(
             "demo target on port %d: lambda* = %s req/s for p95 <= %s",
@@ -99,12 +113,7 @@ def run_demo(opts: DemoOptions, progress: logging.Logger = log) -> DemoResult:
             plan=elastic_plan(),
             jmeter=home,
             out_dir=out,
-            properties={
-                "target.port": str(target.port),
-                "target.path": "/tools.descartes.teastore.webui/",
-                "threads": str(opts.threads),
-                "duration": str(int(opts.duration_s) + 60),
-            },
+            properties=demo_properties(target.port, opts),
             force=opts.force,
         )
         outcome, _code = run_plan(run, cfg)
