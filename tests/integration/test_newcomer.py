@@ -21,7 +21,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -59,6 +59,9 @@ class Newcomer:
     repo: Path  # the copy
     work: Path  # where the commands are typed
     env: dict[str, str]
+    #: per command run, the JMeter processes still alive when it returned (looked at
+    #: before the clean-up kills them, so a command that leaves one behind is seen)
+    left_behind: list[tuple[str, list[int]]] = field(default_factory=list)
 
     def loadguard(self, *args: str, timeout: float = 240.0) -> subprocess.CompletedProcess[str]:
         try:
@@ -71,6 +74,7 @@ class Newcomer:
                 timeout=timeout,
             )
         finally:
+            self.left_behind.append((args[0] if args else "", list(jmeter_pids(str(self.work)))))
             kill_jmeters(str(self.work))
 
 
@@ -124,6 +128,7 @@ def test_run_reads_plan_relative_files_refuses_a_used_folder_and_reports(
     jmeter_home: JMeterHome, newcomer: Newcomer, shop: RunningTarget
 ) -> None:
     run1 = newcomer.work / "results" / "run1"
+    seen = len(newcomer.left_behind)
     first = _run_shop(newcomer, shop.port)
     assert first.returncode in (0, 1, 5), first.stderr[-3000:]
     jtl = pd.read_csv(run1 / "results.jtl")
@@ -142,7 +147,8 @@ def test_run_reads_plan_relative_files_refuses_a_used_folder_and_reports(
     assert len(lines) == 1 and lines[0].startswith("error: results/run1 already holds a run")
     assert "--force" in lines[0]
     assert (run1 / "results.jtl").stat().st_size == size  # nothing touched
-    assert not jmeter_pids(str(newcomer.work))
+    # `run` stops the JMeter it started, every time (the refused run started none)
+    assert [pids for cmd, pids in newcomer.left_behind[seen:] if cmd == "run"] == [[], []]
 
     forced = _run_shop(newcomer, shop.port, "--force")
     assert forced.returncode in (0, 1, 5), forced.stderr[-3000:]
