@@ -24,7 +24,9 @@ its floor). Then, every tick:
   window's mean response time, :math:`R_0` the lowest seen), which drains it in about
   one window; the policy holds that for W + L, and up to two windows more while more
   is delivered than sent (:math:`X > r (1 + 3/\sqrt{r w})`) or the window still breaches
-  (the backlog still drains),
+  (the backlog still drains); if a whole completion bin at the drain's rate empties
+  the queue slower than within a window (:math:`X - r < Q/W`: the delivered rate the cut
+  came from was not the capacity), it cuts again from the X measured then;
   then returns to the setpoint (the target below c). Otherwise the rate goes down to
   the target between f and r.
 * **probably over**, :math:`V > B` but not shown (over a whole window of evidence, with
@@ -64,15 +66,17 @@ one small probe). A lift, a delivery cut and the end of a drain reset the eviden
 (older samples described another plant).
 
 *Slow start.* Until some rate has been shown over budget, a rise needs only the point
-estimate V < B (with at least ``min_samples`` samples at r): a step that proves too high
-costs one cut, and the upper bound at a few dozen samples of a 1 % error SLO (one error
+estimate V < B (with at least ``min_samples`` samples at r, in one mature quarter): a
+step that proves too high costs one cut, and the upper bound at a few dozen samples of a 1 % error SLO (one error
 in a window of 50 violates it) would hold a 5 req/s start for minutes. A floor shown
 this way is tentative; over budget, only a floor shown by the upper bound survives. The
 slow start watches for the knee: the share of samples over the *idle* p95 (from the
 ledger's histogram, at the first rate with five samples expected over it) rising
 significantly above its idle share. The p95 moves long before the count over T does;
-from then on the slow start is over: a rise needs the upper bound, as near a ceiling,
-and steps by at most :math:`\sqrt{ρ}`.
+from then on (and once any rate was over budget) the slow start is over: a rise needs
+the upper bound over a whole window, as near a ceiling, and steps by at most
+:math:`\sqrt{ρ}`. A lifted ceiling restarts the slow start's evidence rules (the plant
+changed) but keeps the half steps (a knee was there).
 
 Parameters: ``budget`` B and ``window_ms`` W come from the SLO (``--violation-budget``,
 ``--window``), ``lag_ms`` L from the actuation lag; ``confidence`` (0.9) is that of the
@@ -132,6 +136,8 @@ class BudgetPolicy:
     #: the floor to return to after a stall (the target hung: no verdict on the rate)
     stall_return: float | None = field(default=None, init=False)
     knee_seen: bool = field(default=False, init=False)
+    #: a ceiling was lifted (the headroom changed): the climb goes in half steps
+    relifted: bool = field(default=False, init=False)
     drain_until_ms: int | None = field(default=None, init=False)
     min_mean_ms: float | None = field(default=None, init=False)
 
@@ -257,6 +263,19 @@ class BudgetPolicy:
             if self.drain_target is not None and rate > self.drain_target * (1 + 1e-9):
                 # a cut clamped by the largest step: go on down to the drain's rate
                 return self._move(obs, rate, self.drain_target, "delivery")
+            cur = view.current()
+            if (
+                obs.zone is Zone.BREACH
+                and x is not None
+                and cur is not None
+                and view.delivered_at_ms is not None
+                and view.delivered_at_ms - view.part_ms >= cur.from_ms
+                and x - rate < self._backlog(obs, x) / (self.window_ms / 1000.0)
+            ):
+                # a whole bin at the drain's rate empties the queue (Little's law: Q =
+                # X (R - R_0)) slower than within a window, or not at all: the delivered
+                # rate the cut came from was not the capacity; cut again from this one
+                return self._delivery_cut(obs, view, rate, {})
             if now < self.drain_until_ms or (
                 draining and now < self.drain_until_ms + 2 * self.window_ms
             ):
@@ -287,6 +306,9 @@ class BudgetPolicy:
                 self.ceiling = None
                 self.ceiling_margin = None
                 self.reference = None
+                # the plant changed: what was known of its knee is stale (the slow
+                # start's evidence rules again), but a knee was there: half steps
+                self.knee_seen, self.relifted = False, True
                 cur = view.current()
                 self.since_ms = cur.from_ms if cur is not None else self.since_ms
                 return hold(obs, rate, "ceiling_lifted", **detail)
@@ -305,15 +327,19 @@ class BudgetPolicy:
                 # a soft ceiling: not probed again on the same evidence, lifted on the
                 # first sign of headroom (a margin of 0)
                 self.ceiling, self.ceiling_margin, self.reference = rate, 0.0, None
+                self.knee_seen = True
             return self._move(obs, rate, back, "likely_over", **detail)
         # Slow start: with no rate over budget yet, a step that proves too high costs
         # one cut, so the point estimate decides; near a ceiling, the upper bound does.
         if self.ceiling is None:
             self._watch_knee(view, rate)
-        within = ev.share if self.ceiling is None and not self.knee_seen else ev.share_hi
-        # A rate is left upward only on a whole window of evidence (the queue near a
-        # knee builds over seconds); before the knee shows, on all but its last quarter.
-        needed = PARTS - 1 if self.ceiling is None and not self.knee_seen else PARTS
+        far = self.ceiling is None and not self.knee_seen
+        within = ev.share if far else ev.share_hi
+        # A rate is left upward only on a whole window of evidence near the knee (the
+        # queue there builds over seconds); far below it (the latency distribution still
+        # the idle one) one mature quarter holding ``min_samples`` decides: the queue is
+        # short and relaxes within milliseconds.
+        needed = 1 if far else PARTS
         if within < self.budget and ev.subwindows < needed:
             return hold(obs, rate, "evidence", **detail)
         if within < self.budget and self._growing(view, rate):
@@ -365,22 +391,30 @@ class BudgetPolicy:
         """Past capacity the delivery rate is the capacity: cut to drain the backlog
         (Little's law) within about one window, hold for the drain, then the setpoint."""
         x = view.delivered_rps or 0.0
-        backlog = 0.0
-        mean = obs.stats.overall.mean_ms
-        if mean is not None and self.min_mean_ms is not None:
-            backlog = x * max(0.0, mean - self.min_mean_ms) / 1000.0
-        cut = max(x - backlog / (self.window_ms / 1000.0), x / self.ramp_factor)
+        backlog = self._backlog(obs, x)
+        cut = max(min(x, rate) - backlog / (self.window_ms / 1000.0), x / self.ramp_factor)
         self.drain_target = cut
         self.drain_until_ms = (view.watermark_ms or obs.now_ms) + self.window_ms + self.lag_ms
         self.since_ms = self.drain_until_ms
-        if self.floor is not None and self.floor >= x:
+        if self.floor is not None and (
+            self.floor >= x or (not self.floor_confirmed and self.floor > cut)
+        ):
             self.floor = None
         self.ceiling = x if self.ceiling is None else min(self.ceiling, x)
+        self.knee_seen = True
         self.lifted = None
         return self._move(
             obs, rate, cut, "delivery", delivered_rps=round(x, 3), backlog=round(backlog, 1),
             **detail,
         )  # fmt: skip
+
+    def _backlog(self, obs: Observation, x: float) -> float:
+        """Little's law: the requests queued, :math:`Q = X (R - R_0)`, R the window's mean
+        response time, :math:`R_0` the lowest seen."""
+        mean = obs.stats.overall.mean_ms
+        if mean is None or self.min_mean_ms is None:
+            return 0.0
+        return x * max(0.0, mean - self.min_mean_ms) / 1000.0
 
     def _stall(
         self, obs: Observation, view: LedgerView, rate: float, detail: dict[str, float | str]
@@ -439,6 +473,7 @@ class BudgetPolicy:
         if self._stalled(view, rate):
             return self._stall(obs, view, rate, detail)
         self.lifted = None
+        self.knee_seen = True  # a rate over budget: the knee is known to be below it
         if self.ceiling is None or rate < self.ceiling:
             self.ceiling = rate
             self.ceiling_margin = max(0.0, math.log(here[1]) - math.log(max(q_b, 1e-12)))
@@ -545,7 +580,8 @@ class BudgetPolicy:
         here = (rate, max(ev.predictions[j].q, 0.5 / ev.samples))
         curve = self._curve(view, j)
         if self.ceiling is None:
-            target = rate * (math.sqrt(self.ramp_factor) if self.knee_seen else self.ramp_factor)
+            half = self.knee_seen or self.relifted
+            target = rate * (math.sqrt(self.ramp_factor) if half else self.ramp_factor)
             if self.lifted is not None:
                 # the probe past the old ceiling goes two resolutions past it; once it
                 # holds within budget there, the climb is free again
