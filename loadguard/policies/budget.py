@@ -67,8 +67,9 @@ one small probe). A lift, a delivery cut and the end of a drain reset the eviden
 
 *Slow start.* Until some rate has been shown over budget, a rise needs only the point
 estimate V < B (with at least ``min_samples`` samples at r, in one mature quarter): a
-step that proves too high costs one cut, and the upper bound at a few dozen samples of a 1 % error SLO (one error
-in a window of 50 violates it) would hold a 5 req/s start for minutes. A floor shown
+step that proves too high costs one cut, and the upper bound at a few dozen samples of a
+1 % error SLO (one error in a window of 50 violates it) would hold a 5 req/s start for
+minutes. A floor shown
 this way is tentative; over budget, only a floor shown by the upper bound survives. The
 slow start watches for the knee: the share of samples over the *idle* p95 (from the
 ledger's histogram, at the first rate with five samples expected over it) rising
