@@ -29,7 +29,7 @@ pytestmark = pytest.mark.jmeter
 # a window with samples raises.
 INJECT = """
 import sys
-import loadguard.sidecar as sidecar
+import loadguard.sidecar.compose as sidecar
 
 real = sidecar.build_policy
 
