@@ -50,7 +50,7 @@ class Observation:
     counts as ``slo.ZERO_LIMIT_PRESSURE``, never infinity), ``None`` for NO_DATA. Policies
     that steer toward a setpoint below the SLO read it.
 
-    ``now_ms`` is wall-clock epoch ms (the window's edge, the log's timestamp);
+    ``wall_ms`` is wall-clock epoch ms (the window's edge, the log's timestamp);
     ``mono_ms`` is the same tick on the loop's monotonic clock (``None`` where the two
     cannot differ: the simulator, replays). Policies time their timers on ``timer_ms``,
     so a wall-clock step never stretches or skips a settling, probe or auto-stop wait.
@@ -62,7 +62,7 @@ class Observation:
     copy of the rate.
     """
 
-    now_ms: int
+    wall_ms: int
     stats: WindowStats
     zone: Zone
     breaches: tuple[str, ...]
@@ -79,7 +79,7 @@ class Observation:
     @property
     def timer_ms(self) -> int:
         """The tick's time for measuring elapsed time: monotonic when known."""
-        return self.now_ms if self.mono_ms is None else self.mono_ms
+        return self.wall_ms if self.mono_ms is None else self.mono_ms
 
     @property
     def offered_rps(self) -> float:

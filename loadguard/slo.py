@@ -259,11 +259,11 @@ class SloSpec:
         for the example in docs/controller.md."""
         return self.log_thresholds()
 
-    def evaluate(self, stats: WindowStats, now_ms: int, commanded_rps: float) -> Observation:
+    def evaluate(self, stats: WindowStats, wall_ms: int, commanded_rps: float) -> Observation:
         """Judge one window; see the module docstring for the zone rules."""
-        staleness = None if stats.newest_sample_ms is None else now_ms - stats.newest_sample_ms
+        staleness = None if stats.newest_sample_ms is None else wall_ms - stats.newest_sample_ms
         if stats.overall.count < self.min_samples:
-            return Observation(now_ms, stats, Zone.NO_DATA, (), (), staleness, commanded_rps)
+            return Observation(wall_ms, stats, Zone.NO_DATA, (), (), staleness, commanded_rps)
         breaches: list[str] = []
         near: list[str] = []
         pressure = 0.0
@@ -291,7 +291,7 @@ class SloSpec:
                     near.append(prefix + t.metric)
         zone = Zone.BREACH if breaches else Zone.NEAR if near else Zone.SAFE
         return Observation(
-            now_ms, stats, zone, tuple(breaches), tuple(near), staleness, commanded_rps, pressure
+            wall_ms, stats, zone, tuple(breaches), tuple(near), staleness, commanded_rps, pressure
         )
 
 

@@ -197,7 +197,7 @@ def build_policy(name: str, spec: SloSpec, **params: Any) -> Policy:
             policy,
             round(knobs["auto_stop"]),
             window,
-            sparse_zone=lambda o: sparse.evaluate(o.stats, o.now_ms, o.commanded_rps).zone,
+            sparse_zone=lambda o: sparse.evaluate(o.stats, o.wall_ms, o.commanded_rps).zone,
         )
     policy = Bounds(policy, spec.min_rate, spec.max_rate)
     return Exposure(policy)

@@ -247,7 +247,7 @@ class BudgetPolicy:
         mean = obs.stats.overall.mean_ms
         if mean is not None and obs.stats.overall.count >= 1:
             self.min_mean_ms = mean if self.min_mean_ms is None else min(self.min_mean_ms, mean)
-        now = view.watermark_ms if view.watermark_ms is not None else obs.now_ms
+        now = view.watermark_ms if view.watermark_ms is not None else obs.wall_ms
         if self.drain_until_ms is not None:
             x = view.delivered_rps
             noise = 3.0 / math.sqrt(max(rate * view.part_ms / 1000.0, 1.0))
@@ -371,7 +371,7 @@ class BudgetPolicy:
             backlog = x * max(0.0, mean - self.min_mean_ms) / 1000.0
         cut = max(x - backlog / (self.window_ms / 1000.0), x / self.ramp_factor)
         self.drain_target = cut
-        self.drain_until_ms = (view.watermark_ms or obs.now_ms) + self.window_ms + self.lag_ms
+        self.drain_until_ms = (view.watermark_ms or obs.wall_ms) + self.window_ms + self.lag_ms
         self.since_ms = self.drain_until_ms
         if self.floor is not None and self.floor >= x:
             self.floor = None
@@ -391,7 +391,7 @@ class BudgetPolicy:
         if self.stall_return is None:
             self.stall_return = self.floor if self.floor_confirmed else None
         self.drain_target = None
-        self.drain_until_ms = (view.watermark_ms or obs.now_ms) + self.window_ms + self.lag_ms
+        self.drain_until_ms = (view.watermark_ms or obs.wall_ms) + self.window_ms + self.lag_ms
         self.since_ms = self.drain_until_ms
         return self._move(
             obs, rate, rate / self.ramp_factor, "stall",

@@ -217,10 +217,10 @@ class GradientPolicy:
             return 0.7
         return min(0.9, max(0.3, idle + self.headroom_share * (1.0 - min(idle, 1.0))))
 
-    def _below_hot(self, now_ms: int, rate: float, step: float) -> float:
+    def _below_hot(self, mono_ms: int, rate: float, step: float) -> float:
         """Rise no closer than ``hot_margin`` to the last rate that ran too hot (for
         ``hot_memory_ms``); from there on, creep by ``hot_margin`` per step."""
-        if self._hot is None or now_ms - self._hot_ms > self.hot_memory_ms:
+        if self._hot is None or mono_ms - self._hot_ms > self.hot_memory_ms:
             return step
         cap = math.log(self._hot * (1.0 - self.hot_margin) / rate)
         return min(step, max(cap, math.log1p(self.hot_margin)))

@@ -64,9 +64,9 @@ def simulate(scenario: Scenario, spec: SloSpec, policy: Policy) -> SimRun:
         batch = plant.advance(t0, t1)
         window.add(batch)
         ledger.add(batch)
-        now_ms = round(t1 * 1000.0)
-        obs = spec.evaluate(window.stats(now_ms), now_ms, rate.value)
-        obs = replace(obs, rate_change=rate.change, ledger=ledger.view(now_ms))
+        wall_ms = round(t1 * 1000.0)
+        obs = spec.evaluate(window.stats(wall_ms), wall_ms, rate.value)
+        obs = replace(obs, rate_change=rate.change, ledger=ledger.view(wall_ms))
         decision = policy.decide(obs, rate.value)
         run.ticks.append(TickRecord(t1, rate.value, plant.queue.servers, decision))
         if decision.action is Action.STOP:
@@ -75,6 +75,6 @@ def simulate(scenario: Scenario, spec: SloSpec, policy: Policy) -> SimRun:
         if rate.needs_push(decision.new_rate):
             rate.acknowledged(decision.new_rate, obs.timer_ms)
             plant.push(t1, decision.new_rate)
-            ledger.rate_in_force(decision.new_rate, now_ms)
+            ledger.rate_in_force(decision.new_rate, wall_ms)
         t0 = t1
     return run

@@ -29,7 +29,7 @@ class FakeClock:
     def __init__(self) -> None:
         self.ms = T0
 
-    def now_ms(self) -> int:
+    def wall_ms(self) -> int:
         return self.ms
 
     def mono_ms(self) -> int:
@@ -54,7 +54,7 @@ class PlantSource:
     malformed_rows: int = 0
 
     def poll(self) -> SampleBatch:
-        now = self.clock.now_ms()
+        now = self.clock.wall_ms()
         rate = self.actuator.rate
         n = int(rate * (now - self.last_ms) / 1000)
         starts = (

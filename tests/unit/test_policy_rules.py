@@ -24,7 +24,7 @@ SLO_MS = 250.0
 def obs(
     zone: Zone,
     pressure: float | None = None,
-    now_ms: int = 100_000,
+    wall_ms: int = 100_000,
     rate: float = 100.0,
     count: int = 1000,
     change: RateChange | None = None,
@@ -33,8 +33,8 @@ def obs(
         pressure = {Zone.SAFE: 0.5, Zone.NEAR: 0.9, Zone.BREACH: 1.2, Zone.NO_DATA: None}[zone]
     p95 = None if pressure is None else pressure * SLO_MS
     overall = LabelStats(count, rate, rate, 0.0, 50.0, 40.0, p95, p95, p95, p95)
-    stats = WindowStats(now_ms, 10_000, overall, {}, 0, now_ms - 5)
-    return Observation(now_ms, stats, zone, (), (), 5, rate, pressure, rate_change=change)
+    stats = WindowStats(wall_ms, 10_000, overall, {}, 0, wall_ms - 5)
+    return Observation(wall_ms, stats, zone, (), (), 5, rate, pressure, rate_change=change)
 
 
 @pytest.mark.parametrize(
@@ -119,9 +119,9 @@ def test_gradient_holds_until_the_mean_error_is_clear_of_noise() -> None:
     p = GradientPolicy(setpoint=0.7, noise_up=0.15)
     p.phase = "track"
     # error ln(0.7/0.66) = 0.059: one window is not enough evidence to rise.
-    assert p.decide(obs(Zone.SAFE, 0.66, now_ms=100_000), 100.0).action is Action.HOLD
+    assert p.decide(obs(Zone.SAFE, 0.66, wall_ms=100_000), 100.0).action is Action.HOLD
     actions = [
-        p.decide(obs(Zone.SAFE, 0.66, now_ms=100_000 + k * 1000), 100.0).action
+        p.decide(obs(Zone.SAFE, 0.66, wall_ms=100_000 + k * 1000), 100.0).action
         for k in range(1, 80)
     ]
     assert Action.INCREASE in actions
@@ -130,11 +130,11 @@ def test_gradient_holds_until_the_mean_error_is_clear_of_noise() -> None:
 def test_gradient_averages_afresh_when_the_rate_in_force_changes() -> None:
     p = GradientPolicy(setpoint=0.7, noise_up=0.15)
     p.phase = "track"
-    p.decide(obs(Zone.SAFE, 0.66, now_ms=100_000), 100.0)
-    held = p.decide(obs(Zone.SAFE, 0.66, now_ms=101_000), 100.0)
+    p.decide(obs(Zone.SAFE, 0.66, wall_ms=100_000), 100.0)
+    held = p.decide(obs(Zone.SAFE, 0.66, wall_ms=101_000), 100.0)
     assert held.detail["windows"] == pytest.approx(1.1)  # one window + a tenth of one
     moved = RateChange(101_000, rose=True, serial=1)  # a guard's rate, as its owner saw it
-    d = p.decide(obs(Zone.SAFE, 0.66, now_ms=102_000, change=moved), 110.0)
+    d = p.decide(obs(Zone.SAFE, 0.66, wall_ms=102_000, change=moved), 110.0)
     assert d.detail["windows"] == pytest.approx(1.0)
 
 
@@ -150,8 +150,8 @@ def test_gradient_breach_cut_grows_with_severity() -> None:
 def test_gradient_does_not_rise_past_a_rate_that_ran_hot() -> None:
     p = GradientPolicy(noise_up=0.0, noise_down=0.0, hot_margin=0.03)
     p.phase = "track"
-    p.decide(obs(Zone.NEAR, 0.85, now_ms=100_000), 130.0)  # too hot at 130
-    d = p.decide(obs(Zone.SAFE, 0.4, now_ms=120_000), 120.0)
+    p.decide(obs(Zone.NEAR, 0.85, wall_ms=100_000), 130.0)  # too hot at 130
+    d = p.decide(obs(Zone.SAFE, 0.4, wall_ms=120_000), 120.0)
     assert d.new_rate == pytest.approx(130.0 * 0.97)
 
 
@@ -164,7 +164,7 @@ def test_gradient_climbs_straight_back_to_the_rate_before_a_stall() -> None:
     p = GradientPolicy(noise_up=0.0)
     p.phase = "track"
     assert p.decide(_stall(), 124.0).new_rate == pytest.approx(62.0)
-    d = p.decide(obs(Zone.SAFE, 0.5, now_ms=130_000), 62.0)
+    d = p.decide(obs(Zone.SAFE, 0.5, wall_ms=130_000), 62.0)
     assert d.new_rate == pytest.approx(124.0)
 
 
@@ -172,7 +172,7 @@ def test_gradient_ordinary_breach_keeps_the_pi_climb() -> None:
     p = GradientPolicy(noise_up=0.0)
     p.phase = "track"
     p.decide(obs(Zone.BREACH, 10.0), 124.0)  # queueing (max 2.5 s), not a stall
-    d = p.decide(obs(Zone.SAFE, 0.5, now_ms=130_000), 62.0)
+    d = p.decide(obs(Zone.SAFE, 0.5, wall_ms=130_000), 62.0)
     assert d.new_rate <= 62.0 * 1.25 + 1e-9
 
 
@@ -180,9 +180,9 @@ def test_gradient_breach_on_the_way_back_from_a_stall_forgets_the_old_rate() -> 
     p = GradientPolicy(noise_up=0.0)
     p.phase = "track"
     p.decide(_stall(), 400.0)
-    p.decide(obs(Zone.SAFE, 0.5, now_ms=130_000), 100.0)  # climbing back: 100 -> 200
-    p.decide(obs(Zone.BREACH, 1.2, now_ms=150_000), 200.0)  # the capacity did fall
-    d = p.decide(obs(Zone.SAFE, 0.5, now_ms=170_000), 180.0)
+    p.decide(obs(Zone.SAFE, 0.5, wall_ms=130_000), 100.0)  # climbing back: 100 -> 200
+    p.decide(obs(Zone.BREACH, 1.2, wall_ms=150_000), 200.0)  # the capacity did fall
+    d = p.decide(obs(Zone.SAFE, 0.5, wall_ms=170_000), 180.0)
     assert d.new_rate <= 180.0 * 1.25 + 1e-9
 
 
@@ -211,7 +211,7 @@ def test_search_ramps_then_bisects_then_holds_at_the_highest_safe_rate() -> None
     for _ in range(40):
         zone = Zone.SAFE if rate <= capacity else Zone.BREACH
         t += 10_000
-        rate = p.decide(obs(zone, now_ms=t, rate=rate), rate).new_rate
+        rate = p.decide(obs(zone, wall_ms=t, rate=rate), rate).new_rate
     assert p.phase == "hold"
     assert p.max_compliant_rps is not None
     assert capacity / 1.06 <= p.max_compliant_rps <= capacity
@@ -220,22 +220,22 @@ def test_search_ramps_then_bisects_then_holds_at_the_highest_safe_rate() -> None
 
 def test_search_needs_n_compliant_windows_before_moving() -> None:
     p = SearchPolicy(windows=2)
-    assert p.decide(obs(Zone.SAFE, now_ms=10_000), 10.0).reason == "observing"
-    assert p.decide(obs(Zone.SAFE, now_ms=15_000), 10.0).reason == "observing"
-    assert p.decide(obs(Zone.SAFE, now_ms=20_000), 10.0).new_rate == pytest.approx(20.0)
+    assert p.decide(obs(Zone.SAFE, wall_ms=10_000), 10.0).reason == "observing"
+    assert p.decide(obs(Zone.SAFE, wall_ms=15_000), 10.0).reason == "observing"
+    assert p.decide(obs(Zone.SAFE, wall_ms=20_000), 10.0).new_rate == pytest.approx(20.0)
 
 
 def test_search_judges_a_new_rate_in_force_afresh() -> None:
     p = SearchPolicy(windows=2)
-    p.decide(obs(Zone.SAFE, now_ms=10_000), 10.0)
+    p.decide(obs(Zone.SAFE, wall_ms=10_000), 10.0)
     moved = RateChange(10_000, rose=False, serial=1)  # set by a guard, not by search
-    assert p.decide(obs(Zone.SAFE, now_ms=20_000, change=moved), 8.0).reason == "observing"
+    assert p.decide(obs(Zone.SAFE, wall_ms=20_000, change=moved), 8.0).reason == "observing"
 
 
 def test_search_backs_off_when_capacity_falls_while_holding() -> None:
     p = SearchPolicy(windows=1)
     p.phase, p.lo, p.hi = "hold", 100.0, 105.0
-    d = p.decide(obs(Zone.BREACH, now_ms=10_000), 100.0)
+    d = p.decide(obs(Zone.BREACH, wall_ms=10_000), 100.0)
     assert d.action is Action.DECREASE
     assert p.lo is None
 
