@@ -19,8 +19,8 @@ longer be accounted for; ``drive`` turns that into the stop reason
 Rate bookkeeping: the loop owns the one ``loadguard.rate.RateInForce`` (``self.rate``):
 the rate the engines last acknowledged (what JMeter is really running) and its last
 change, stamped with the monotonic ms of the observation whose decision was pushed. The
-policy decides from its value, and every observation carries its change
-(``Observation.rate_change``), from which ``Settling`` and the policies tell a new rate;
+policy decides from its value, which the observation carries (``commanded_rps``) with its
+change (``Observation.rate_change``), from which ``Settling`` and the policies tell a new rate;
 none of them keeps a rate of its own. A decision is pushed only when it changes the rate
 or the rate is unconfirmed: after a failed push (or an initial push that never landed),
 and when the actuator reports that the engines carrying it changed
@@ -47,7 +47,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Protocol
 
 from loadguard.actuator.elastic_timer import ELASTIC_TIMER_LAG_MS
@@ -56,10 +56,10 @@ from loadguard.capacity import estimate as estimate_capacity
 from loadguard.clock import Clock, Staleness, WallClock
 from loadguard.decisions import DecisionLogWriter, DecisionRow
 from loadguard.jtl.sample import SampleSource
-from loadguard.ledger import ExceedanceLedger, criteria_of
-from loadguard.observation import Action, Observation
+from loadguard.ledger import ExceedanceLedger, LedgerView, criteria_of
+from loadguard.observation import Action, Observation, wall_staleness
 from loadguard.policies.base import Decision, Policy
-from loadguard.rate import RateInForce
+from loadguard.rate import RateChange, RateInForce
 from loadguard.stats import WindowStats
 from loadguard.stop_reason import StopReason
 from loadguard.summary import (
@@ -75,7 +75,19 @@ log = logging.getLogger(__name__)
 
 
 class Evaluator(Protocol):
-    def evaluate(self, stats: WindowStats, wall_ms: int, commanded_rps: float) -> Observation: ...
+    def evaluate(
+        self,
+        stats: WindowStats,
+        wall_ms: int,
+        commanded_rps: float,
+        *,
+        mono_ms: int | None = None,
+        staleness_ms: int | None = None,
+        rate_change: RateChange | None = None,
+        ledger: LedgerView | None = None,
+    ) -> Observation:
+        """The tick's ``Observation``, built once from its whole input (``SloSpec``)."""
+        ...
 
     def log_thresholds(self) -> dict[str, float | None]: ...
 
@@ -257,13 +269,12 @@ class ControlLoop:
         if self.actuator.membership_changed():
             self.rate.reassert()  # an engine lost or back: push the rate over the new set
         stats = self.window.stats(wall)
-        obs = self.evaluator.evaluate(stats, wall, self.rate.value)
-        staleness = self.staleness.update(obs.staleness_ms, len(batch) > 0, mono)
-        obs = replace(
-            obs, mono_ms=mono, staleness_ms=staleness, rate_change=self.rate.change,
-            ledger=self.ledger.view(wall),
+        staleness = self.staleness.update(wall_staleness(stats, wall), len(batch) > 0, mono)
+        obs = self.evaluator.evaluate(
+            stats, wall, self.rate.value, mono_ms=mono, staleness_ms=staleness,
+            rate_change=self.rate.change, ledger=self.ledger.view(wall),
         )  # fmt: skip
-        decision = self.policy.decide(obs, self.rate.value)
+        decision = self.policy.decide(obs)
         decision = self._with_capacity(decision, wall, mono)
         push = self._actuate(decision)
         tick_no = self.writer.next_tick()

@@ -1,7 +1,10 @@
 """What the controller sees at one tick: a window judged against the SLO (pure values).
 
-``SloSpec.evaluate`` builds an ``Observation`` from a ``WindowStats``; policies and guard
-rails read nothing else, so a run can be replayed from its decision log.
+``SloSpec.evaluate`` builds an ``Observation``, once, from its whole input: a
+``WindowStats``, both clocks' readings of the tick, the staleness, the rate in force and its
+last change, and the ledger's view. Policies and guard rails read nothing else (not even
+the rate beside it: ``Policy.decide(obs)``), so a run can be replayed from its decision
+log.
 
 Offered vs achieved (coordinated omission). ``commanded_rps`` is the rate the controller
 asked for (offered); ``achieved_rps`` is what the window actually holds (``stats.overall.rps``).
@@ -25,6 +28,12 @@ from loadguard.stats import WindowStats
 
 if TYPE_CHECKING:
     from loadguard.ledger import LedgerView
+
+
+def wall_staleness(stats: WindowStats, wall_ms: int) -> int | None:
+    """How old the window's newest sample is at ``wall_ms`` on the wall clock (``None``: no
+    sample yet); ``clock.Staleness`` carries it across a wall-clock step."""
+    return None if stats.newest_sample_ms is None else wall_ms - stats.newest_sample_ms
 
 
 class Zone(StrEnum):

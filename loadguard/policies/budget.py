@@ -240,7 +240,8 @@ class BudgetPolicy:
         return math.exp(min(ln_r, 700.0))  # a flat secant says "far": no overflow
 
     # ------------------------------------------------------------------ decide
-    def decide(self, obs: Observation, rate: float) -> Decision:
+    def decide(self, obs: Observation) -> Decision:
+        rate = obs.commanded_rps  # the rate in force, as the observation holds it
         view = obs.ledger
         if view is None:
             return hold(obs, rate, "no_data")

@@ -120,7 +120,8 @@ class GradientPolicy:
         if self.window_ms < 1 or self.ramp_min_samples < 1:
             raise PolicyError("gradient window_ms and ramp_min_samples must be >= 1")
 
-    def decide(self, obs: Observation, rate: float) -> Decision:
+    def decide(self, obs: Observation) -> Decision:
+        rate = obs.commanded_rps  # the rate in force, as the observation holds it
         if obs.rate_change != self._change:  # a new rate in force: average afresh
             self._change, self._sum_e, self._sum_w, self._prev_ms = obs.rate_change, 0.0, 0.0, None
         if obs.zone is Zone.NO_DATA or obs.pressure is None:

@@ -11,7 +11,7 @@ source, the clock and the actuator.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from loadguard.ledger import ExceedanceLedger, criteria_of
 from loadguard.observation import Action
@@ -65,9 +65,11 @@ def simulate(scenario: Scenario, spec: SloSpec, policy: Policy) -> SimRun:
         window.add(batch)
         ledger.add(batch)
         wall_ms = round(t1 * 1000.0)
-        obs = spec.evaluate(window.stats(wall_ms), wall_ms, rate.value)
-        obs = replace(obs, rate_change=rate.change, ledger=ledger.view(wall_ms))
-        decision = policy.decide(obs, rate.value)
+        obs = spec.evaluate(
+            window.stats(wall_ms), wall_ms, rate.value,
+            rate_change=rate.change, ledger=ledger.view(wall_ms),
+        )  # fmt: skip
+        decision = policy.decide(obs)
         run.ticks.append(TickRecord(t1, rate.value, plant.queue.servers, decision))
         if decision.action is Action.STOP:
             run.stopped_at_s = t1

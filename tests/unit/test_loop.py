@@ -15,8 +15,9 @@ from loadguard.actuator.engines import EngineAck, PushResult
 from loadguard.decisions import DecisionLogWriter
 from loadguard.jtl.sample import SampleBatch
 from loadguard.loop import ControlLoop, LoopSettings
+from loadguard.observation import Observation
 from loadguard.policies import DEFAULT_POLICY, build_policy
-from loadguard.policies.base import Policy
+from loadguard.policies.base import Decision, Policy
 from loadguard.policies.knee import KneePolicy
 from loadguard.slo import SloSpec
 from loadguard.summary import SummaryBuilder
@@ -264,3 +265,41 @@ def test_request_stop_ends_before_the_next_tick(tmp_path: Path) -> None:
     outcome = loop.run(5.0)
     writer.close()
     assert outcome.ticks == 0 and outcome.stop_reason == "signal"
+
+
+@dataclass
+class Recording:
+    """The real default policy, keeping every observation it was given."""
+
+    inner: Policy
+    seen: list[Observation] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def decide(self, obs: Observation) -> Decision:
+        self.seen.append(obs)
+        return self.inner.decide(obs)
+
+
+def test_each_tick_builds_one_observation_with_its_whole_input(tmp_path: Path) -> None:
+    clock, act = FakeClock(), FakeActuator()
+    policy = Recording(build_policy(DEFAULT_POLICY, SPEC, lag_ms=1000))
+    loop, writer = make_loop(tmp_path, act, clock, policy=policy)
+    loop.start(5.0)
+    for _ in range(12):
+        clock.ms += 1000
+        rate_before = loop.rate.value
+        change_before = loop.rate.change
+        loop.tick()
+        obs = policy.seen[-1]
+        # Both clocks, the rate in force with its last change, the carried staleness and
+        # the ledger's view: all in the one value the policy decides from.
+        assert (obs.wall_ms, obs.mono_ms) == (clock.wall_ms(), clock.mono_ms())
+        assert (obs.commanded_rps, obs.rate_change) == (rate_before, change_before)
+        assert obs.staleness_ms is not None and obs.staleness_ms >= 0
+        assert obs.ledger is not None
+    writer.close()
+    assert len(policy.seen) == 12
+    assert any(o.rate_change is not None for o in policy.seen)  # the rate did change

@@ -37,11 +37,11 @@ class BrokenAfter:
     def name(self) -> str:
         return self.inner.name
 
-    def decide(self, obs: Observation, rate: float) -> Decision:
+    def decide(self, obs: Observation) -> Decision:
         self.calls += 1
         if self.calls > self.after:
             raise ZeroDivisionError("float division by zero")
-        return self.inner.decide(obs, rate)
+        return self.inner.decide(obs)
 
 
 @dataclass
