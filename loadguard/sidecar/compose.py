@@ -102,57 +102,23 @@ def drive(
         cfg.spec.window_ms, cfg.spec.log_thresholds(), cfg.min_capacity,
         budget=cfg.spec.violation_budget,
     )  # fmt: skip
-    settings = LoopSettings(
-        tick_ms=cfg.tick_ms,
-        lag_ms=cfg.lag_ms,
-        idle_exit_ms=cfg.idle_exit_ms,
-        max_duration_ms=cfg.duration_ms,
-        min_capacity=cfg.min_capacity,
-    )
-    outcome: LoopOutcome | None = None
-    failure: Exception | None = None
     with (
         DecisionLogWriter(cfg.paths.decisions) as writer,
         ConsoleReporter(cfg.quiet, cfg.verbose, duration_ms=cfg.duration_ms) as console,
     ):
         loop = ControlLoop(
             source=source,
-            # The window reports the follower's malformed-row count, and leaves
-            # Transaction Controller labels out of "overall" (each request once).
-            window=Window(
-                cfg.spec.window_ms,
-                malformed_rows=lambda: source.malformed_rows,
-                illegal_xml_chars=lambda: source.illegal_xml_chars,
-                overall_excludes=transaction_labels,
-                stretch_to=cfg.spec.min_samples,  # a rate under min_samples/W is judged
-                max_window_ms=STRETCH_WINDOWS * cfg.spec.window_ms,
-            ),
+            window=_window(cfg, source, transaction_labels),
             evaluator=cfg.spec,
             policy=policy,
             actuator=actuator,
             writer=writer,
             summary=summary,
-            settings=settings,
+            settings=_settings(cfg),
             probe=probe,
             on_tick=_fan_out(outputs.tick, console.update),  # outputs never raise,
         )
-        with on_signals(lambda: loop.request_stop(StopReason.SIGNAL)):
-            if stop_requested is not None and stop_requested.is_set():
-                loop.request_stop(StopReason.SIGNAL)
-            try:
-                outcome = loop.run(cfg.initial_rate, on_end, preset)
-            except DecisionLogError as exc:
-                failure = exc
-                _wind_down(loop, source, on_end)
-                reason = StopReason.DECISION_LOG_FAILED
-                outcome = LoopOutcome(summary.build(loop.run_acc, reason), reason, 3)
-            except Exception as exc:  # a bug: account for the run, then report it
-                failure = exc  # (the CLI prints it as one line; no log line here)
-                _wind_down(loop, source, on_end)
-                reason = StopReason.INTERNAL_ERROR
-                outcome = LoopOutcome(
-                    summary.build(loop.run_acc, reason), reason, INTERNAL_ERROR_EXIT
-                )
+        outcome, failure = _run_to_end(loop, cfg, summary, on_end, preset, stop_requested)
         actuator.close()
     data = outcome.summary.to_json()
     if outcome.stop_reason is StopReason.INTERNAL_ERROR and failure is not None:
@@ -166,6 +132,62 @@ def drive(
     if failure is not None:
         raise failure
     return outcome
+
+
+def _window(
+    cfg: SidecarConfig,
+    source: SampleSource,
+    transaction_labels: Callable[[], Collection[str]] | None,
+) -> Window:
+    """The run's window: it reports the source's malformed-row count, and leaves
+    Transaction Controller labels out of "overall" (each request once)."""
+    return Window(
+        cfg.spec.window_ms,
+        malformed_rows=lambda: source.malformed_rows,
+        illegal_xml_chars=lambda: source.illegal_xml_chars,
+        overall_excludes=transaction_labels,
+        stretch_to=cfg.spec.min_samples,  # a rate under min_samples/W is judged
+        max_window_ms=STRETCH_WINDOWS * cfg.spec.window_ms,
+    )
+
+
+def _settings(cfg: SidecarConfig) -> LoopSettings:
+    return LoopSettings(
+        tick_ms=cfg.tick_ms,
+        lag_ms=cfg.lag_ms,
+        idle_exit_ms=cfg.idle_exit_ms,
+        max_duration_ms=cfg.duration_ms,
+        min_capacity=cfg.min_capacity,
+    )
+
+
+def _run_to_end(
+    loop: ControlLoop,
+    cfg: SidecarConfig,
+    summary: SummaryBuilder,
+    on_end: Callable[[], None] | None,
+    preset: bool,
+    stop_requested: threading.Event | None,
+) -> tuple[LoopOutcome, Exception | None]:
+    """Run the loop under the signal handler; an unwritable decision log or a bug ends it
+    too, wound down (``_wind_down``) and accounted for: the outcome, and the failure to
+    raise once the summary is written."""
+    with on_signals(lambda: loop.request_stop(StopReason.SIGNAL)):
+        if stop_requested is not None and stop_requested.is_set():
+            loop.request_stop(StopReason.SIGNAL)
+        try:
+            return loop.run(cfg.initial_rate, on_end, preset), None
+        except DecisionLogError as exc:
+            _wind_down(loop, loop.source, on_end)
+            reason = StopReason.DECISION_LOG_FAILED
+            code = DecisionLogError.exit_code  # 3, whatever subclass
+            return LoopOutcome(summary.build(loop.run_acc, reason), reason, code), exc
+        except Exception as exc:  # a bug: account for the run, then report it
+            # (the CLI prints it as one line; no log line here)
+            _wind_down(loop, loop.source, on_end)
+            reason = StopReason.INTERNAL_ERROR
+            built = summary.build(loop.run_acc, reason)
+            return LoopOutcome(built, reason, INTERNAL_ERROR_EXIT), exc
 
 
 def _write_outputs(
