@@ -56,7 +56,7 @@ class SimClock:
     def __init__(self) -> None:
         self.ms = int(time.time() * 1000)
 
-    def now_ms(self) -> int:
+    def wall_ms(self) -> int:
         return self.ms
 
     def mono_ms(self) -> int:
@@ -78,7 +78,7 @@ class SynthSource:
         self.rng = np.random.default_rng(seed)
 
     def poll(self) -> SampleBatch:
-        now = self.clock.now_ms()
+        now = self.clock.wall_ms()
         end = now - 1000 + self.rng.integers(1, 1001, self.rate)
         elapsed = np.maximum(1, self.rng.lognormal(4.0, 0.5, self.rate)).astype(np.int64)
         ok = self.rng.random(self.rate) > 0.01

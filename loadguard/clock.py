@@ -32,7 +32,7 @@ from typing import Protocol
 
 
 class Clock(Protocol):
-    def now_ms(self) -> int:
+    def wall_ms(self) -> int:
         """Wall-clock epoch ms: timestamps and window edges only."""
         ...
 
@@ -48,7 +48,7 @@ class Clock(Protocol):
 class WallClock:
     """The real clocks. ``Event.wait`` times out on the monotonic clock."""
 
-    def now_ms(self) -> int:
+    def wall_ms(self) -> int:
         return int(time.time() * 1000)
 
     def mono_ms(self) -> int:

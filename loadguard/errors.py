@@ -42,6 +42,20 @@ class UsageError(LoadGuardError):
     """A bad option value or a bad combination of options."""
 
 
+class ConfigError(UsageError):
+    """A run configuration the loop cannot run (``sidecar.SidecarConfig``).
+
+    ``setting`` names the configuration field at fault (``tick_ms``, ``remotes``...); the
+    message describes the problem in the library's words, naming no command-line flag. The
+    CLI, which knows which flag sets which field, rewrites it into its own one-line message
+    (``--tick: ...``); the exit code stays 2.
+    """
+
+    def __init__(self, setting: str, message: str) -> None:
+        super().__init__(message)
+        self.setting = setting
+
+
 class JtlError(LoadGuardError):
     """A results file that cannot be read at all (single bad rows are counted, not raised)."""
 

@@ -262,7 +262,7 @@ class ExceedanceLedger:
             return None
         return int(self.watermark_ms - self.t_max_ms)
 
-    def view(self, now_ms: int) -> LedgerView:
+    def view(self, wall_ms: int) -> LedgerView:
         cut = self.mature_before_ms()
         epochs: list[EpochView] = []
         for i, e in enumerate(self._epochs):
@@ -281,7 +281,7 @@ class ExceedanceLedger:
                 # window more than every threshold; the view no longer changes
                 self._frozen[i] = view
             epochs.append(view)
-        delivered, at = self._delivered(now_ms)
+        delivered, at = self._delivered(wall_ms)
         completions = np.zeros((0, 1 + 2 * len(self.criteria)), np.int64)
         if epochs and self._origin is not None and self.watermark_ms is not None:
             # the completion bins wholly inside the current epoch, a T_max after it began
@@ -305,7 +305,7 @@ class ExceedanceLedger:
             completions,
         )
 
-    def _delivered(self, now_ms: int) -> tuple[float | None, int | None]:
+    def _delivered(self, wall_ms: int) -> tuple[float | None, int | None]:
         """Completions per second over the last completion bin that has ended (by the
         newest completion seen), and that bin's end."""
         if self._origin is None or self.watermark_ms is None:
@@ -316,11 +316,11 @@ class ExceedanceLedger:
         count = self._bins.get(int(last), 0)
         return count / (self.part_ms / 1000.0), int(self._origin + (last + 1) * self.part_ms)
 
-    def by_rate(self, now_ms: int) -> list[tuple[float, I64]]:
+    def by_rate(self, wall_ms: int) -> list[tuple[float, I64]]:
         """Every mature sub-window row, grouped by rate (ascending): for the capacity
         estimate."""
         groups: dict[float, list[I64]] = {}
-        for e in self.view(now_ms).epochs:
+        for e in self.view(wall_ms).epochs:
             if e.rows.shape[0] == 0:
                 continue
             key = next((r for r in groups if same_rate(r, e.rate)), e.rate)

@@ -2,7 +2,7 @@
 
 One tick::
 
-    source.poll() -> Window.add -> Window.stats(now) -> SloSpec.evaluate
+    source.poll() -> Window.add -> Window.stats(wall) -> SloSpec.evaluate
         -> Policy.decide (guard rails included) -> Actuator.push (when needed)
         -> decision log, summary, console
 
@@ -19,8 +19,8 @@ longer be accounted for; ``drive`` turns that into the stop reason
 Rate bookkeeping: the loop owns the one ``loadguard.rate.RateInForce`` (``self.rate``):
 the rate the engines last acknowledged (what JMeter is really running) and its last
 change, stamped with the monotonic ms of the observation whose decision was pushed. The
-policy decides from its value, and every observation carries its change
-(``Observation.rate_change``), from which ``Settling`` and the policies tell a new rate;
+policy decides from its value, which the observation carries (``commanded_rps``) with its
+change (``Observation.rate_change``), from which ``Settling`` and the policies tell a new rate;
 none of them keeps a rate of its own. A decision is pushed only when it changes the rate
 or the rate is unconfirmed: after a failed push (or an initial push that never landed),
 and when the actuator reports that the engines carrying it changed
@@ -47,7 +47,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Protocol
 
 from loadguard.actuator.elastic_timer import ELASTIC_TIMER_LAG_MS
@@ -56,10 +56,10 @@ from loadguard.capacity import estimate as estimate_capacity
 from loadguard.clock import Clock, Staleness, WallClock
 from loadguard.decisions import DecisionLogWriter, DecisionRow
 from loadguard.jtl.sample import SampleSource
-from loadguard.ledger import ExceedanceLedger, criteria_of
-from loadguard.observation import Action, Observation
+from loadguard.ledger import ExceedanceLedger, LedgerView, criteria_of
+from loadguard.observation import Action, Observation, wall_staleness
 from loadguard.policies.base import Decision, Policy
-from loadguard.rate import RateInForce
+from loadguard.rate import RateChange, RateInForce
 from loadguard.stats import WindowStats
 from loadguard.stop_reason import StopReason
 from loadguard.summary import (
@@ -75,7 +75,19 @@ log = logging.getLogger(__name__)
 
 
 class Evaluator(Protocol):
-    def evaluate(self, stats: WindowStats, now_ms: int, commanded_rps: float) -> Observation: ...
+    def evaluate(
+        self,
+        stats: WindowStats,
+        wall_ms: int,
+        commanded_rps: float,
+        *,
+        mono_ms: int | None = None,
+        staleness_ms: int | None = None,
+        rate_change: RateChange | None = None,
+        ledger: LedgerView | None = None,
+    ) -> Observation:
+        """The tick's ``Observation``, built once from its whole input (``SloSpec``)."""
+        ...
 
     def log_thresholds(self) -> dict[str, float | None]: ...
 
@@ -134,7 +146,7 @@ def row_from(
     )
     detail = ";".join(f"{k}={v}" for k, v in sorted(decision.detail.items()))
     return DecisionRow(
-        epoch_ms=obs.now_ms,
+        epoch_ms=obs.wall_ms,
         tick=tick,
         action=str(decision.action),
         zone=str(decision.zone),
@@ -229,17 +241,17 @@ class ControlLoop:
         self.last_growth_ms = self.started_ms
         if preset:
             self.rate.start(initial_rate, confirmed=False)
-            self.ledger.rate_in_force(initial_rate, self.clock.now_ms())
+            self.ledger.rate_in_force(initial_rate, self.clock.wall_ms())
             return None
         current = self.actuator.read_rate()
         if current is not None and current > 0:
             self.rate.start(current, confirmed=True)
-            self.ledger.rate_in_force(current, self.clock.now_ms())
+            self.ledger.rate_in_force(current, self.clock.wall_ms())
             log.info("resuming from the engine's rate %.3f req/s", current)
             return None
         push = self.actuator.push(initial_rate)
         self.rate.start(initial_rate, confirmed=push.applied)
-        self.ledger.rate_in_force(initial_rate, self.clock.now_ms())
+        self.ledger.rate_in_force(initial_rate, self.clock.wall_ms())
         if not push.applied:
             log.warning("initial push of %.3f req/s not applied yet; will retry", initial_rate)
         return push
@@ -248,7 +260,7 @@ class ControlLoop:
 
     def tick(self) -> TickResult:
         batch = self.source.poll()
-        now, mono = self.clock.now_ms(), self.clock.mono_ms()
+        wall, mono = self.clock.wall_ms(), self.clock.mono_ms()
         if len(batch):
             self.window.add(batch)
             self.ledger.add(batch)
@@ -256,15 +268,14 @@ class ControlLoop:
             self.last_growth_ms = mono
         if self.actuator.membership_changed():
             self.rate.reassert()  # an engine lost or back: push the rate over the new set
-        stats = self.window.stats(now)
-        obs = self.evaluator.evaluate(stats, now, self.rate.value)
-        staleness = self.staleness.update(obs.staleness_ms, len(batch) > 0, mono)
-        obs = replace(
-            obs, mono_ms=mono, staleness_ms=staleness, rate_change=self.rate.change,
-            ledger=self.ledger.view(now),
+        stats = self.window.stats(wall)
+        staleness = self.staleness.update(wall_staleness(stats, wall), len(batch) > 0, mono)
+        obs = self.evaluator.evaluate(
+            stats, wall, self.rate.value, mono_ms=mono, staleness_ms=staleness,
+            rate_change=self.rate.change, ledger=self.ledger.view(wall),
         )  # fmt: skip
-        decision = self.policy.decide(obs, self.rate.value)
-        decision = self._with_capacity(decision, now, mono)
+        decision = self.policy.decide(obs)
+        decision = self._with_capacity(decision, wall, mono)
         push = self._actuate(decision)
         tick_no = self.writer.next_tick()
         row = row_from(decision, push, tick_no, self.evaluator.log_thresholds())
@@ -280,7 +291,7 @@ class ControlLoop:
             self.request_stop(StopReason.AUTO_STOP)
         return result
 
-    def _with_capacity(self, decision: Decision, now: int, mono: int) -> Decision:
+    def _with_capacity(self, decision: Decision, wall: int, mono: int) -> Decision:
         """The running capacity estimate in the decision's detail (``capacity_rps``,
         ``capacity_lo_rps``, ``capacity_hi_rps``; the console and the live outputs show
         it), computed once per window (a bootstrap over the rates visited costs tens of
@@ -288,7 +299,7 @@ class ControlLoop:
         if self._capacity_at is None or mono - self._capacity_at >= self.ledger.window_ms:
             self._capacity_at = mono
             est = estimate_capacity(
-                self.ledger.by_rate(now), self.ledger.criteria, self.ledger.window_ms
+                self.ledger.by_rate(wall), self.ledger.criteria, self.ledger.window_ms
             )
             self._capacity = {}
             if est.status == "estimated" and est.rps is not None and est.ci90_rps:
@@ -306,7 +317,7 @@ class ControlLoop:
         push = self.actuator.push(target)
         if push.applied:
             self.rate.acknowledged(target, decision.observation.timer_ms)
-            self.ledger.rate_in_force(self.rate.value, decision.observation.now_ms)
+            self.ledger.rate_in_force(self.rate.value, decision.observation.wall_ms)
         else:
             # It may still have reached an engine (a reply lost after the write):
             # re-assert whatever is decided next, even an unchanged rate.
@@ -315,10 +326,10 @@ class ControlLoop:
 
     # -- the loop ----------------------------------------------------------------
 
-    def _check_end(self, now: int) -> None:
-        """``now``: monotonic ms."""
+    def _check_end(self, mono: int) -> None:
+        """``mono``: monotonic ms."""
         s = self.settings
-        if s.max_duration_ms is not None and now - self.started_ms >= s.max_duration_ms:
+        if s.max_duration_ms is not None and mono - self.started_ms >= s.max_duration_ms:
             self.request_stop(StopReason.DURATION)
             return
         gone = None if self.probe is None else self.probe.check()
@@ -330,7 +341,7 @@ class ControlLoop:
         if (
             gone.engine_failure
             or gone is StopReason.JMETER_EXITED
-            or now - self.last_growth_ms >= s.idle_exit_ms
+            or mono - self.last_growth_ms >= s.idle_exit_ms
         ):
             self.request_stop(gone)
 
@@ -352,10 +363,10 @@ class ControlLoop:
             self.tick()
             ticks += 1
             next_tick += self.settings.tick_ms
-            now = self.clock.mono_ms()
-            if next_tick < now:  # a slow tick: skip missed slots, never bunch up
-                next_tick = now + self.settings.tick_ms
-            self._check_end(now)
+            mono = self.clock.mono_ms()
+            if next_tick < mono:  # a slow tick: skip missed slots, never bunch up
+                next_tick = mono + self.settings.tick_ms
+            self._check_end(mono)
         reason = self.stop_reason or StopReason.STOPPED
         if on_end is not None:
             try:
@@ -366,7 +377,7 @@ class ControlLoop:
         last = self.source.poll()
         self.run_acc.add(last)
         self.ledger.add(last)
-        end_ms = self.clock.now_ms()
+        end_ms = self.clock.wall_ms()
         capacity = estimate_capacity(
             self.ledger.by_rate(end_ms), self.ledger.criteria, self.ledger.window_ms
         )

@@ -1,7 +1,10 @@
 """What the controller sees at one tick: a window judged against the SLO (pure values).
 
-``SloSpec.evaluate`` builds an ``Observation`` from a ``WindowStats``; policies and guard
-rails read nothing else, so a run can be replayed from its decision log.
+``SloSpec.evaluate`` builds an ``Observation``, once, from its whole input: a
+``WindowStats``, both clocks' readings of the tick, the staleness, the rate in force and its
+last change, and the ledger's view. Policies and guard rails read nothing else (not even
+the rate beside it: ``Policy.decide(obs)``), so a run can be replayed from its decision
+log.
 
 Offered vs achieved (coordinated omission). ``commanded_rps`` is the rate the controller
 asked for (offered); ``achieved_rps`` is what the window actually holds (``stats.overall.rps``).
@@ -27,6 +30,12 @@ if TYPE_CHECKING:
     from loadguard.ledger import LedgerView
 
 
+def wall_staleness(stats: WindowStats, wall_ms: int) -> int | None:
+    """How old the window's newest sample is at ``wall_ms`` on the wall clock (``None``: no
+    sample yet); ``clock.Staleness`` carries it across a wall-clock step."""
+    return None if stats.newest_sample_ms is None else wall_ms - stats.newest_sample_ms
+
+
 class Zone(StrEnum):
     SAFE = "SAFE"
     NEAR = "NEAR"
@@ -50,7 +59,7 @@ class Observation:
     counts as ``slo.ZERO_LIMIT_PRESSURE``, never infinity), ``None`` for NO_DATA. Policies
     that steer toward a setpoint below the SLO read it.
 
-    ``now_ms`` is wall-clock epoch ms (the window's edge, the log's timestamp);
+    ``wall_ms`` is wall-clock epoch ms (the window's edge, the log's timestamp);
     ``mono_ms`` is the same tick on the loop's monotonic clock (``None`` where the two
     cannot differ: the simulator, replays). Policies time their timers on ``timer_ms``,
     so a wall-clock step never stretches or skips a settling, probe or auto-stop wait.
@@ -62,7 +71,7 @@ class Observation:
     copy of the rate.
     """
 
-    now_ms: int
+    wall_ms: int
     stats: WindowStats
     zone: Zone
     breaches: tuple[str, ...]
@@ -79,7 +88,7 @@ class Observation:
     @property
     def timer_ms(self) -> int:
         """The tick's time for measuring elapsed time: monotonic when known."""
-        return self.now_ms if self.mono_ms is None else self.mono_ms
+        return self.wall_ms if self.mono_ms is None else self.mono_ms
 
     @property
     def offered_rps(self) -> float:

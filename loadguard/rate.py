@@ -65,9 +65,9 @@ class RateChange:
     rose: bool
     serial: int
 
-    def since_ms(self, now_ms: int) -> int:
-        """Time since the change at ``now_ms`` (the same monotonic clock)."""
-        return now_ms - self.at_ms
+    def since_ms(self, mono_ms: int) -> int:
+        """Time since the change at ``mono_ms`` (the same monotonic clock)."""
+        return mono_ms - self.at_ms
 
 
 def _checked(rate: float) -> float:

@@ -47,12 +47,16 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loadguard.durations import parse_duration_s
 from loadguard.errors import SloSpecError, UsageError
-from loadguard.observation import Observation, Zone
+from loadguard.observation import Observation, Zone, wall_staleness
+from loadguard.rate import RateChange
 from loadguard.stats import LabelStats, WindowStats
+
+if TYPE_CHECKING:
+    from loadguard.ledger import LedgerView
 
 #: Public spec key -> ``LabelStats`` field.
 METRICS: dict[str, str] = {
@@ -259,11 +263,37 @@ class SloSpec:
         for the example in docs/controller.md."""
         return self.log_thresholds()
 
-    def evaluate(self, stats: WindowStats, now_ms: int, commanded_rps: float) -> Observation:
-        """Judge one window; see the module docstring for the zone rules."""
-        staleness = None if stats.newest_sample_ms is None else now_ms - stats.newest_sample_ms
+    def evaluate(
+        self,
+        stats: WindowStats,
+        wall_ms: int,
+        commanded_rps: float,
+        *,
+        mono_ms: int | None = None,
+        staleness_ms: int | None = None,
+        rate_change: RateChange | None = None,
+        ledger: LedgerView | None = None,
+    ) -> Observation:
+        """Judge one window and build its ``Observation``, once, from its whole input (see
+        the module docstring for the zone rules): the window's ``stats`` at ``wall_ms``,
+        the rate in force (``commanded_rps`` and its last change ``rate_change``), the
+        tick's ``mono_ms``, its ``staleness_ms`` as the caller carries it
+        (``clock.Staleness``; default: the window's wall staleness, ``wall_staleness``),
+        and the exceedance ledger's ``ledger`` view."""
+        if staleness_ms is None:
+            staleness_ms = wall_staleness(stats, wall_ms)
+        zone, breaches, near, pressure = self._judge(stats)
+        return Observation(
+            wall_ms, stats, zone, breaches, near, staleness_ms, commanded_rps, pressure,
+            mono_ms=mono_ms, rate_change=rate_change, ledger=ledger,
+        )  # fmt: skip
+
+    def _judge(
+        self, stats: WindowStats
+    ) -> tuple[Zone, tuple[str, ...], tuple[str, ...], float | None]:
+        """The window's zone, breaches, near misses and pressure (``None``: NO_DATA)."""
         if stats.overall.count < self.min_samples:
-            return Observation(now_ms, stats, Zone.NO_DATA, (), (), staleness, commanded_rps)
+            return Zone.NO_DATA, (), (), None
         breaches: list[str] = []
         near: list[str] = []
         pressure = 0.0
@@ -290,9 +320,7 @@ class SloSpec:
                 elif value > self.warn_margin * t.limit:
                     near.append(prefix + t.metric)
         zone = Zone.BREACH if breaches else Zone.NEAR if near else Zone.SAFE
-        return Observation(
-            now_ms, stats, zone, tuple(breaches), tuple(near), staleness, commanded_rps, pressure
-        )
+        return zone, tuple(breaches), tuple(near), pressure
 
 
 def _parse_rule(raw: object, where: str) -> LabelRule:

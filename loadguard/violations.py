@@ -93,8 +93,8 @@ def tumbling_observations(
     """``spec``'s judgement of each tumbling window :math:`(o + (k-1)W, o + kW]`,
     k = 1 … ``count``, of the samples already in ``window`` (W = ``spec.window_ms``)."""
     for k in range(1, count + 1):
-        now_ms = origin_ms + k * spec.window_ms
-        yield spec.evaluate(window.stats(now_ms), now_ms, 0.0)
+        wall_ms = origin_ms + k * spec.window_ms
+        yield spec.evaluate(window.stats(wall_ms), wall_ms, 0.0)
 
 
 def tumbling_tally(spec: SloSpec, window: Window, origin_ms: int, count: int) -> ViolationTally:

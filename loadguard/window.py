@@ -235,9 +235,9 @@ class Window:
         if len(runs) > _MAX_RUNS:
             self._runs[code] = [_merge(runs)]
 
-    def stats(self, now_ms: int) -> WindowStats:
-        """Statistics over samples with ``end`` in ``(now_ms - window_ms, now_ms]``."""
-        now = int(now_ms)
+    def stats(self, wall_ms: int) -> WindowStats:
+        """Statistics over samples with ``end`` in ``(wall_ms - window_ms, wall_ms]``."""
+        now = int(wall_ms)
         self._last_now = now if self._last_now is None else max(self._last_now, now)
         excluded = self._overall_excludes() if self._overall_excludes is not None else ()
         lo = now - self.window_ms

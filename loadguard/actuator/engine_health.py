@@ -131,16 +131,16 @@ class FleetHealth:
         else:
             e.failures += 1
 
-    def record_samples(self, names: Sequence[str], now_ms: int) -> None:
-        """Samples of these engines arrived in the poll done at ``now_ms``."""
+    def record_samples(self, names: Sequence[str], mono_ms: int) -> None:
+        """Samples of these engines arrived in the poll done at ``mono_ms``."""
         for name in names:
             e = self._engines[name]
-            e.last_seen_ms = now_ms
-            if e.state is EngineState.LOST and now_ms > e.since_ms:
+            e.last_seen_ms = mono_ms
+            if e.state is EngineState.LOST and mono_ms > e.since_ms:
                 e.seen_since_loss = True
 
-    def evaluate(self, now_ms: int, shares: Mapping[str, float]) -> tuple[EngineChange, ...]:
-        """Apply the loss and return rules at ``now_ms``; returns the transitions made.
+    def evaluate(self, mono_ms: int, shares: Mapping[str, float]) -> tuple[EngineChange, ...]:
+        """Apply the loss and return rules at ``mono_ms``; returns the transitions made.
 
         ``shares``: the rate (req/s) each engine is currently assigned."""
         s = self.settings
@@ -148,27 +148,27 @@ class FleetHealth:
         for name in self.names:
             e = self._engines[name]
             if e.state is EngineState.LIVE:
-                reason = self._loss_reason(e, now_ms, shares.get(name, 0.0))
+                reason = self._loss_reason(e, mono_ms, shares.get(name, 0.0))
                 if reason is not None:
                     e.state = EngineState.LOST
-                    e.since_ms = now_ms
+                    e.since_ms = mono_ms
                     e.lost_for = "push" if reason.startswith("not answering") else "silence"
                     e.answered_since_loss = False
                     e.seen_since_loss = False
-                    changes.append(EngineChange(name, EngineState.LOST, reason, now_ms))
+                    changes.append(EngineChange(name, EngineState.LOST, reason, mono_ms))
             else:
                 back = e.answered_since_loss and (
                     e.lost_for == "push" or not s.track_samples or e.seen_since_loss
                 )
                 if back:
                     e.state = EngineState.LIVE
-                    e.since_ms = now_ms
+                    e.since_ms = mono_ms
                     e.failures = 0
                     what = "samples arrive again" if e.lost_for == "silence" else "answers again"
-                    changes.append(EngineChange(name, EngineState.LIVE, what, now_ms))
+                    changes.append(EngineChange(name, EngineState.LIVE, what, mono_ms))
         return tuple(changes)
 
-    def _loss_reason(self, e: _Engine, now_ms: int, share_rps: float) -> str | None:
+    def _loss_reason(self, e: _Engine, mono_ms: int, share_rps: float) -> str | None:
         s = self.settings
         if e.failures >= s.fail_after:
             return f"not answering ({e.failures} failed pushes)"
@@ -177,18 +177,18 @@ class FleetHealth:
         allowed = s.silence_for(share_rps)
         if e.last_seen_ms is None or e.last_seen_ms < e.since_ms:
             # Never seen since it (re)joined: give it the startup grace first.
-            if now_ms - e.since_ms < max(s.startup_grace_ms, allowed):
+            if mono_ms - e.since_ms < max(s.startup_grace_ms, allowed):
                 return None
-            silent = now_ms - e.since_ms
+            silent = mono_ms - e.since_ms
         else:
-            silent = now_ms - e.last_seen_ms
+            silent = mono_ms - e.last_seen_ms
             if silent <= allowed:
                 return None
         others_fresh = any(
             o.name != e.name
             and o.state is EngineState.LIVE
             and o.last_seen_ms is not None
-            and now_ms - o.last_seen_ms <= s.silence_ms
+            and mono_ms - o.last_seen_ms <= s.silence_ms
             for o in self._engines.values()
         )
         if not others_fresh:

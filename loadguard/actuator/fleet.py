@@ -23,7 +23,7 @@ change of membership is in the decision log, e.g.
 the sample sender (``mode=StrippedBatch``, JMeter's default) or a buffered writer.
 
 Clocks: the loss rules' silences and grace periods are timed on the monotonic clock
-(``now_ms``), so a system clock that steps never marks the whole fleet lost; a change's
+(``mono_ms``), so a system clock that steps never marks the whole fleet lost; a change's
 ``at_epoch_ms`` and the lag watch (row end times are epoch ms) use the wall clock.
 """
 
@@ -60,11 +60,11 @@ log = logging.getLogger(__name__)
 MAX_PUSH_WORKERS = 128
 
 
-def wall_ms() -> int:
+def system_wall_ms() -> int:
     return int(time.time() * 1000)
 
 
-def mono_ms() -> int:
+def system_mono_ms() -> int:
     return int(time.monotonic() * 1000)
 
 
@@ -92,8 +92,8 @@ class FleetActuator(EngineSet):
         prefixes: Sequence[str] = (),
         health: HealthSettings | None = None,
         engine_max_rps: float | None = None,
-        now_ms: Callable[[], int] = mono_ms,
-        epoch_ms: Callable[[], int] = wall_ms,
+        mono_ms: Callable[[], int] = system_mono_ms,
+        wall_ms: Callable[[], int] = system_wall_ms,
         **kwargs: object,
     ) -> None:
         super().__init__(engines, **kwargs)  # type: ignore[arg-type]
@@ -117,9 +117,9 @@ class FleetActuator(EngineSet):
             settings = replace(settings, track_samples=False)
         self.prefixes = tuple(prefixes)
         self.cap = engine_max_rps
-        self._now_ms = now_ms
-        self._epoch_ms = epoch_ms
-        self.health = FleetHealth([e.name for e in self.engines], settings, now_ms())
+        self._mono_ms = mono_ms
+        self._wall_ms = wall_ms
+        self.health = FleetHealth([e.name for e in self.engines], settings, mono_ms())
         self.total: float | None = None
         self.shares: dict[str, float] = {}
         self.changes: list[EngineChange] = []
@@ -136,7 +136,7 @@ class FleetActuator(EngineSet):
         rate = max(float(rate_rps), self.floor_rps)
         self.total = rate
         result = self._push_total(rate)
-        if self._evaluate(self._now_ms()):
+        if self._evaluate(self._mono_ms()):
             result = self._push_total(rate)  # move the lost engine's share now
         self._membership_changed = False  # this push split the rate over the live engines
         return result
@@ -176,7 +176,7 @@ class FleetActuator(EngineSet):
 
     # -- watching the JTL ----------------------------------------------------------------
 
-    def observe(self, batch: SampleBatch, now_ms: int) -> None:
+    def observe(self, batch: SampleBatch, mono_ms: int) -> None:
         """Attribute a poll's samples to engines by threadName prefix."""
         if not self.prefixes or not len(batch):
             return
@@ -197,9 +197,9 @@ class FleetActuator(EngineSet):
                     key,
                     ", ".join(self.prefixes),
                 )
-        self.health.record_samples([self.engines[i].name for i in sorted(seen)], now_ms)
+        self.health.record_samples([self.engines[i].name for i in sorted(seen)], mono_ms)
 
-    def check(self, now_ms: int) -> tuple[EngineChange, ...]:
+    def check(self, mono_ms: int) -> tuple[EngineChange, ...]:
         """Apply the loss rules (nothing is pushed here); a change, or a lost engine
         whose samples came back, makes ``membership_changed()`` true until the next push."""
         if self.total is None:
@@ -210,18 +210,18 @@ class FleetActuator(EngineSet):
             and not self.health.answered_again(e.name)
             for e in self.engines
         )
-        changes = self._evaluate(now_ms)
+        changes = self._evaluate(mono_ms)
         if waiting or changes:
             self._membership_changed = True
         return changes
 
     def timer_ms(self) -> int:
         """Now on the clock the loss rules are timed on (monotonic)."""
-        return self._now_ms()
+        return self._mono_ms()
 
-    def _evaluate(self, now_ms: int) -> tuple[EngineChange, ...]:
-        stamp = self._epoch_ms()  # when it happened, for people: wall-clock epoch ms
-        changes = tuple(replace(c, at_ms=stamp) for c in self.health.evaluate(now_ms, self.shares))
+    def _evaluate(self, mono_ms: int) -> tuple[EngineChange, ...]:
+        stamp = self._wall_ms()  # when it happened, for people: wall-clock epoch ms
+        changes = tuple(replace(c, at_ms=stamp) for c in self.health.evaluate(mono_ms, self.shares))
         for c in changes:
             self.changes.append(c)
             if c.state is EngineState.LOST:
@@ -285,8 +285,8 @@ class JtlLagWatch:
         self.prev_poll_ms: int | None = None
         self.warning: str | None = None
 
-    def observe(self, batch: SampleBatch, now_ms: int) -> str | None:
-        prev, self.prev_poll_ms = self.prev_poll_ms, now_ms
+    def observe(self, batch: SampleBatch, wall_ms: int) -> str | None:
+        prev, self.prev_poll_ms = self.prev_poll_ms, wall_ms
         if not len(batch):
             return None
         self.polls += 1
@@ -309,7 +309,7 @@ class JtlLagWatch:
 class FleetSource:
     """A ``SampleSource`` that feeds each poll to the fleet and the lag watch.
 
-    ``now_ms`` is the wall clock the lag watch compares row end times with; the fleet's
+    ``wall_ms`` is the wall clock the lag watch compares row end times with; the fleet's
     loss rules run on the fleet's own (monotonic) clock."""
 
     def __init__(
@@ -317,12 +317,12 @@ class FleetSource:
         inner: SampleSource,
         fleet: FleetActuator | None = None,
         lag: JtlLagWatch | None = None,
-        now_ms: Callable[[], int] = wall_ms,
+        wall_ms: Callable[[], int] = system_wall_ms,
     ) -> None:
         self.inner = inner
         self.fleet = fleet
         self.lag = lag if lag is not None else JtlLagWatch()
-        self._now_ms = now_ms
+        self._wall_ms = wall_ms
         self.samples_seen = 0
 
     @property
@@ -336,11 +336,11 @@ class FleetSource:
     def poll(self) -> SampleBatch:
         batch = self.inner.poll()
         self.samples_seen += len(batch)
-        self.lag.observe(batch, self._now_ms())
+        self.lag.observe(batch, self._wall_ms())
         if self.fleet is not None:
-            now = self.fleet.timer_ms()
-            self.fleet.observe(batch, now)
-            self.fleet.check(now)
+            mono = self.fleet.timer_ms()
+            self.fleet.observe(batch, mono)
+            self.fleet.check(mono)
         return batch
 
 

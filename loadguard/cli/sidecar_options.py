@@ -2,13 +2,16 @@
 
 ``loop_options`` stacks the click options onto a command and hands the command one
 typed ``LoopOptions`` (``opts``) instead of thirty keyword arguments read by string key.
-``LoopOptions.config`` builds the ``SidecarConfig``, which validates itself.
+``LoopOptions.config`` builds the ``SidecarConfig``, which validates itself; its
+``ConfigError`` (naming a field, not a flag) is rewritten here with the flag that sets the
+field (``config_errors_named_by_flag``), the one place that knows both.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -36,12 +39,38 @@ from loadguard.cli.options import (
     tick_option,
 )
 from loadguard.durations import Seconds
+from loadguard.errors import ConfigError, UsageError
 from loadguard.outputs import OutputConfig
 from loadguard.policies import parse_params
 from loadguard.sidecar import Paths, SidecarConfig
 from loadguard.slo import SloSpec
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+#: ``SidecarConfig`` field -> the flag that sets it, and what to do about it (if anything).
+_FLAGS: dict[str, tuple[str, str]] = {
+    "tick_ms": ("--tick", ""),
+    "initial_rate": ("--initial-rate", ""),
+    "auto_stop": ("--auto-stop", ""),
+    "lag_ms": ("--actuation-lag", ""),
+    "policy_params.lag_ms": ("--param lag_ms", "give the actuation lag as --actuation-lag"),
+    "idle_exit_ms": ("--idle-exit", ""),
+    "duration_ms": ("--duration", ""),
+    "engine_max_rate": ("--engine-max-rate", ""),
+    "engine_max_rate.remotes": ("--engine-max-rate", "it needs --remote"),
+    "remotes": ("--remote", "give one --engine HOST:BSHPORT per --remote, in the same order"),
+}
+
+
+@contextlib.contextmanager
+def config_errors_named_by_flag() -> Iterator[None]:
+    """Rewrite a ``ConfigError`` raised in the block as the CLI's one-line usage error:
+    ``<flag>: <problem> (<what to do>)``, exit 2 as before."""
+    try:
+        yield
+    except ConfigError as exc:
+        flag, hint = _FLAGS.get(exc.setting, (exc.setting, ""))
+        raise UsageError(f"{flag}: {exc.message}" + (f" ({hint})" if hint else "")) from None
 
 
 def _ms(seconds: float | None) -> int | None:
@@ -103,6 +132,10 @@ class LoopOptions:
 
     def config(self, paths: Paths, engines: tuple[str, ...]) -> SidecarConfig:
         spec = self.spec()
+        with config_errors_named_by_flag():
+            return self._config(spec, paths, engines)
+
+    def _config(self, spec: SloSpec, paths: Paths, engines: tuple[str, ...]) -> SidecarConfig:
         return SidecarConfig(
             paths=paths,
             spec=spec,
@@ -142,9 +175,9 @@ def with_remotes(
 ) -> SidecarConfig:
     from loadguard.jmeter.remote import parse_remotes
 
-    return replace(
-        cfg, remotes=parse_remotes(remotes), engine_max_rate=engine_max_rate, sample_sender=sender
-    )
+    parsed = parse_remotes(remotes)
+    with config_errors_named_by_flag():
+        return replace(cfg, remotes=parsed, engine_max_rate=engine_max_rate, sample_sender=sender)
 
 
 def engine_max_rate_option(f: F) -> F:

@@ -375,7 +375,7 @@ class InfluxSink:
             thresholds=thresholds,
             **kwargs,
         )
-        first = event_line(application, start_text(thresholds), "start", _now_ms())
+        first = event_line(application, start_text(thresholds), "start", _wall_ms())
         result = send(sink._session, sink.target, [first], sink.timeout_s, token)
         if result.ok:
             sink.written += 1
@@ -414,7 +414,7 @@ class InfluxSink:
         self.submit(lines)
 
     def end(self, summary: Mapping[str, Any]) -> None:
-        self.submit([event_line(self.application, end_text(summary), "end", _now_ms())])
+        self.submit([event_line(self.application, end_text(summary), "end", _wall_ms())])
         self.close(self.end_timeout_s)
         log.info(
             "influx: %d points written, %d dropped%s",
@@ -507,5 +507,5 @@ class InfluxSink:
                 )
 
 
-def _now_ms() -> int:
+def _wall_ms() -> int:
     return int(time.time() * 1000)

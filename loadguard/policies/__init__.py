@@ -143,7 +143,7 @@ def _number(key: str, value: Any) -> float:
 
 
 def build_policy(name: str, spec: SloSpec, **params: Any) -> Policy:
-    """The named policy, wrapped in every guard rail, ready for ``decide(obs, rate)``."""
+    """The named policy, wrapped in every guard rail, ready for ``decide(obs)``."""
     if name not in POLICIES:
         raise PolicyError(f"unknown policy {name!r} (known: {', '.join(sorted(POLICIES))})")
     knobs: dict[str, Any] = dict(GUARD_DEFAULTS)
@@ -197,7 +197,7 @@ def build_policy(name: str, spec: SloSpec, **params: Any) -> Policy:
             policy,
             round(knobs["auto_stop"]),
             window,
-            sparse_zone=lambda o: sparse.evaluate(o.stats, o.now_ms, o.commanded_rps).zone,
+            sparse_zone=lambda o: sparse.evaluate(o.stats, o.wall_ms, o.commanded_rps).zone,
         )
     policy = Bounds(policy, spec.min_rate, spec.max_rate)
     return Exposure(policy)

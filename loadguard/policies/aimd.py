@@ -36,7 +36,8 @@ class AimdPolicy:
         if not 0 < self.decrease_factor < 1:
             raise PolicyError(f"aimd decrease_factor must be in (0, 1), got {self.decrease_factor}")
 
-    def decide(self, obs: Observation, rate: float) -> Decision:
+    def decide(self, obs: Observation) -> Decision:
+        rate = obs.commanded_rps  # the rate in force, as the observation holds it
         if obs.zone is Zone.BREACH:
             return decide(obs, rate, rate * self.decrease_factor, "breach")
         if obs.zone is Zone.NEAR and self.hold_near:

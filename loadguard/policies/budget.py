@@ -247,14 +247,15 @@ class BudgetPolicy:
         return math.exp(min(ln_r, 700.0))  # a flat secant says "far": no overflow
 
     # ------------------------------------------------------------------ decide
-    def decide(self, obs: Observation, rate: float) -> Decision:
+    def decide(self, obs: Observation) -> Decision:
+        rate = obs.commanded_rps  # the rate in force, as the observation holds it
         view = obs.ledger
         if view is None:
             return hold(obs, rate, "no_data")
         mean = obs.stats.overall.mean_ms
         if mean is not None and obs.stats.overall.count >= 1:
             self.min_mean_ms = mean if self.min_mean_ms is None else min(self.min_mean_ms, mean)
-        now = view.watermark_ms if view.watermark_ms is not None else obs.now_ms
+        now = view.watermark_ms if view.watermark_ms is not None else obs.wall_ms
         if self.drain_until_ms is not None:
             x = view.delivered_rps
             noise = 3.0 / math.sqrt(max(rate * view.part_ms / 1000.0, 1.0))
@@ -395,7 +396,7 @@ class BudgetPolicy:
         backlog = self._backlog(obs, x)
         cut = max(min(x, rate) - backlog / (self.window_ms / 1000.0), x / self.ramp_factor)
         self.drain_target = cut
-        self.drain_until_ms = (view.watermark_ms or obs.now_ms) + self.window_ms + self.lag_ms
+        self.drain_until_ms = (view.watermark_ms or obs.wall_ms) + self.window_ms + self.lag_ms
         self.since_ms = self.drain_until_ms
         if self.floor is not None and (
             self.floor >= x or (not self.floor_confirmed and self.floor > cut)
@@ -426,7 +427,7 @@ class BudgetPolicy:
         if self.stall_return is None:
             self.stall_return = self.floor if self.floor_confirmed else None
         self.drain_target = None
-        self.drain_until_ms = (view.watermark_ms or obs.now_ms) + self.window_ms + self.lag_ms
+        self.drain_until_ms = (view.watermark_ms or obs.wall_ms) + self.window_ms + self.lag_ms
         self.since_ms = self.drain_until_ms
         return self._move(
             obs, rate, rate / self.ramp_factor, "stall",

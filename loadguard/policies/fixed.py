@@ -19,5 +19,6 @@ from loadguard.policies.base import Decision, hold
 class FixedPolicy:
     name: str = "fixed"
 
-    def decide(self, obs: Observation, rate: float) -> Decision:
+    def decide(self, obs: Observation) -> Decision:
+        rate = obs.commanded_rps  # the rate in force, as the observation holds it
         return hold(obs, rate, "fixed")

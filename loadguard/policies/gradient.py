@@ -120,7 +120,8 @@ class GradientPolicy:
         if self.window_ms < 1 or self.ramp_min_samples < 1:
             raise PolicyError("gradient window_ms and ramp_min_samples must be >= 1")
 
-    def decide(self, obs: Observation, rate: float) -> Decision:
+    def decide(self, obs: Observation) -> Decision:
+        rate = obs.commanded_rps  # the rate in force, as the observation holds it
         if obs.rate_change != self._change:  # a new rate in force: average afresh
             self._change, self._sum_e, self._sum_w, self._prev_ms = obs.rate_change, 0.0, 0.0, None
         if obs.zone is Zone.NO_DATA or obs.pressure is None:
@@ -217,10 +218,10 @@ class GradientPolicy:
             return 0.7
         return min(0.9, max(0.3, idle + self.headroom_share * (1.0 - min(idle, 1.0))))
 
-    def _below_hot(self, now_ms: int, rate: float, step: float) -> float:
+    def _below_hot(self, mono_ms: int, rate: float, step: float) -> float:
         """Rise no closer than ``hot_margin`` to the last rate that ran too hot (for
         ``hot_memory_ms``); from there on, creep by ``hot_margin`` per step."""
-        if self._hot is None or now_ms - self._hot_ms > self.hot_memory_ms:
+        if self._hot is None or mono_ms - self._hot_ms > self.hot_memory_ms:
             return step
         cap = math.log(self._hot * (1.0 - self.hot_margin) / rate)
         return min(step, max(cap, math.log1p(self.hot_margin)))

@@ -7,8 +7,8 @@ first, is
     Exposure > Bounds > AutoStop > StaleHold > NoDataHold > Settling > GeneratorLimited
              > StepLimit > policy
 
-Guards see the rate actually in force (the ``rate`` argument), never a policy's wish, so an
-override never leaves a policy's state out of step with reality. Their timers (and the
+Guards see the rate actually in force (``Observation.commanded_rps``), never a policy's
+wish, so an override never leaves a policy's state out of step with reality. Their timers (and the
 policies') measure elapsed time on ``Observation.timer_ms``, the loop's monotonic clock,
 so a wall-clock step neither stretches nor skips a wait.
 
@@ -76,7 +76,7 @@ class Guard(ABC):
         return self.inner.name
 
     @abstractmethod
-    def decide(self, obs: Observation, rate: float) -> Decision: ...
+    def decide(self, obs: Observation) -> Decision: ...
 
 
 @dataclass
@@ -92,8 +92,8 @@ class Bounds(Guard):
                 f"need 0 < min_rate <= max_rate, got {self.min_rate}, {self.max_rate}"
             )
 
-    def decide(self, obs: Observation, rate: float) -> Decision:
-        d = self.inner.decide(obs, rate)
+    def decide(self, obs: Observation) -> Decision:
+        d = self.inner.decide(obs)
         if d.new_rate > self.max_rate:
             return d.with_rate(self.max_rate, "clamp_max")
         if d.new_rate < self.min_rate:
@@ -112,8 +112,9 @@ class StepLimit(Guard):
         if self.max_up < 1 or not 0 < self.max_down <= 1:
             raise PolicyError("need max_step_up >= 1 and 0 < max_step_down <= 1")
 
-    def decide(self, obs: Observation, rate: float) -> Decision:
-        d = self.inner.decide(obs, rate)
+    def decide(self, obs: Observation) -> Decision:
+        rate = obs.commanded_rps  # the rate in force, as the observation holds it
+        d = self.inner.decide(obs)
         if d.new_rate > rate * self.max_up:
             return d.with_rate(rate * self.max_up, "clamp_step")
         if d.new_rate < rate * self.max_down:
@@ -125,10 +126,11 @@ class StepLimit(Guard):
 class NoDataHold(Guard):
     """Too few samples in the window: HOLD (reason ``no_data``); the policy is not asked."""
 
-    def decide(self, obs: Observation, rate: float) -> Decision:
+    def decide(self, obs: Observation) -> Decision:
+        rate = obs.commanded_rps  # the rate in force, as the observation holds it
         if obs.zone is Zone.NO_DATA:
             return hold(obs, rate, "no_data", samples=float(obs.stats.overall.count))
-        return self.inner.decide(obs, rate)
+        return self.inner.decide(obs)
 
 
 @dataclass
@@ -149,7 +151,8 @@ class Settling(Guard):
         if self.settle_ms < 0 or self.backlog_max_ms < 0:
             raise PolicyError(f"settle_ms must be >= 0, got {self.settle_ms}")
 
-    def decide(self, obs: Observation, rate: float) -> Decision:
+    def decide(self, obs: Observation) -> Decision:
+        rate = obs.commanded_rps  # the rate in force, as the observation holds it
         change = obs.rate_change
         if change is not None and change != self._change:
             # A new change, pushed on the previous tick's decision: its pressure is the
@@ -157,7 +160,7 @@ class Settling(Guard):
             self._change, self._change_pressure = change, self._prev_pressure
         self._prev_pressure = obs.pressure or 0.0
         if change is None:  # the start rate: in force from the first sample on
-            return self.inner.decide(obs, rate)
+            return self.inner.decide(obs)
         since = change.since_ms(obs.timer_ms)
         # A sample in the window (now - W, now] started after now - W - max elapsed; wait
         # until that is after the change took effect (bounded by backlog_max_ms).
@@ -177,7 +180,7 @@ class Settling(Guard):
             ):
                 early = "breach_escalating"
             if early:
-                d = self.inner.decide(obs, rate)
+                d = self.inner.decide(obs)
                 if d.action is not Action.INCREASE:  # early judging may only lower the rate
                     return d.with_detail(settling=early)
             return hold(obs, rate, "settling", settle_left_ms=float(wait - since))
@@ -190,7 +193,7 @@ class Settling(Guard):
         ):
             # More completions than arrivals: a queue built at the old rate still drains.
             return hold(obs, rate, "settling", draining_rps=obs.achieved_rps - obs.commanded_rps)
-        return self.inner.decide(obs, rate)
+        return self.inner.decide(obs)
 
 
 @dataclass
@@ -209,14 +212,15 @@ class StaleHold(Guard):
     startup_grace_ms: int = 30_000
     _first_now: int | None = field(default=None, init=False)
 
-    def decide(self, obs: Observation, rate: float) -> Decision:
+    def decide(self, obs: Observation) -> Decision:
+        rate = obs.commanded_rps  # the rate in force, as the observation holds it
         if self._first_now is None:
             self._first_now = obs.timer_ms
         staleness = obs.staleness_ms
         if staleness is None:  # nothing seen since the start
             staleness = max(0, obs.timer_ms - self._first_now - self.startup_grace_ms)
         if staleness <= self.stale_ms:
-            return self.inner.decide(obs, rate)
+            return self.inner.decide(obs)
         if staleness <= self.stale_ms + self.floor_after_ms or rate <= self.floor_rate:
             return hold(obs, rate, "stale", staleness_ms=float(staleness))
         d = hold(obs, rate, "stale", staleness_ms=float(staleness))
@@ -231,8 +235,9 @@ class GeneratorLimited(Guard):
     headroom: float = 1.2
     _first_ms: int | None = field(default=None, init=False)
 
-    def decide(self, obs: Observation, rate: float) -> Decision:
-        d = self.inner.decide(obs, rate)
+    def decide(self, obs: Observation) -> Decision:
+        rate = obs.commanded_rps  # the rate in force, as the observation holds it
+        d = self.inner.decide(obs)
         if self._first_ms is None:
             self._first_ms = obs.timer_ms
         if d.action is not Action.INCREASE or obs.timer_ms - self._first_ms < obs.stats.window_ms:
@@ -274,8 +279,9 @@ class AutoStop(Guard):
             return False
         return self.sparse_zone(obs) in (Zone.BREACH, Zone.NO_DATA)
 
-    def decide(self, obs: Observation, rate: float) -> Decision:
-        d = self.inner.decide(obs, rate)
+    def decide(self, obs: Observation) -> Decision:
+        rate = obs.commanded_rps  # the rate in force, as the observation holds it
+        d = self.inner.decide(obs)
         if not self._breach_goes_on(obs):
             self._since = None
             return d
@@ -296,8 +302,8 @@ class Exposure(Guard):
 
     shortfall_flag: float = 0.1
 
-    def decide(self, obs: Observation, rate: float) -> Decision:
-        d = self.inner.decide(obs, rate)
+    def decide(self, obs: Observation) -> Decision:
+        d = self.inner.decide(obs)
         extra: dict[str, float | str] = {
             "offered_rps": obs.offered_rps,
             "achieved_rps": obs.achieved_rps,

@@ -160,7 +160,8 @@ class KneePolicy:
             return self.default_setpoint
         return min(self.max_setpoint, max(self.min_setpoint, self.knee_ratio * idle))
 
-    def decide(self, obs: Observation, rate: float) -> Decision:
+    def decide(self, obs: Observation) -> Decision:
+        rate = obs.commanded_rps  # the rate in force, as the observation holds it
         if obs.rate_change != self._change:  # a new rate in force: average afresh
             self._change, self._sum_e, self._sum_w, self._prev_ms = obs.rate_change, 0.0, 0.0, None
             self._sum_lw = 0.0

@@ -73,7 +73,8 @@ class SearchPolicy:
         self._judged, self._last_judged_ms, self._worst_p95 = 0, None, 0.0
         return decide(obs, rate, new, reason, **self._detail())
 
-    def decide(self, obs: Observation, rate: float) -> Decision:
+    def decide(self, obs: Observation) -> Decision:
+        rate = obs.commanded_rps  # the rate in force, as the observation holds it
         if obs.rate_change != self._change:
             # A new rate in force (ours, or set by a guard): start judging it afresh.
             self._change = obs.rate_change

@@ -41,7 +41,8 @@ class ThreeZonePolicy:
                 f"threezone decrease_factor must be in (0, 1), got {self.decrease_factor}"
             )
 
-    def decide(self, obs: Observation, rate: float) -> Decision:
+    def decide(self, obs: Observation) -> Decision:
+        rate = obs.commanded_rps  # the rate in force, as the observation holds it
         if obs.zone is Zone.SAFE:
             new = rate + self.step if self.step_mode == "add" else rate * (1.0 + self.step)
             return decide(obs, rate, new, "safe")

@@ -11,7 +11,7 @@ source, the clock and the actuator.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from loadguard.ledger import ExceedanceLedger, criteria_of
 from loadguard.observation import Action
@@ -64,10 +64,12 @@ def simulate(scenario: Scenario, spec: SloSpec, policy: Policy) -> SimRun:
         batch = plant.advance(t0, t1)
         window.add(batch)
         ledger.add(batch)
-        now_ms = round(t1 * 1000.0)
-        obs = spec.evaluate(window.stats(now_ms), now_ms, rate.value)
-        obs = replace(obs, rate_change=rate.change, ledger=ledger.view(now_ms))
-        decision = policy.decide(obs, rate.value)
+        wall_ms = round(t1 * 1000.0)
+        obs = spec.evaluate(
+            window.stats(wall_ms), wall_ms, rate.value,
+            rate_change=rate.change, ledger=ledger.view(wall_ms),
+        )  # fmt: skip
+        decision = policy.decide(obs)
         run.ticks.append(TickRecord(t1, rate.value, plant.queue.servers, decision))
         if decision.action is Action.STOP:
             run.stopped_at_s = t1
@@ -75,6 +77,6 @@ def simulate(scenario: Scenario, spec: SloSpec, policy: Policy) -> SimRun:
         if rate.needs_push(decision.new_rate):
             rate.acknowledged(decision.new_rate, obs.timer_ms)
             plant.push(t1, decision.new_rate)
-            ledger.rate_in_force(decision.new_rate, now_ms)
+            ledger.rate_in_force(decision.new_rate, wall_ms)
         t0 = t1
     return run

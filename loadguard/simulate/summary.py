@@ -87,8 +87,8 @@ def _recovery(run: SimRun, batch: SampleBatch) -> float | None:
     tick = run.scenario.tick_s
     k = int(np.ceil((tc + spec.window_ms / 1000.0) / tick - 1e-9))
     while k * tick <= run.scenario.duration_s + 1e-9:
-        now_ms = round(k * tick * 1000.0)
-        obs = spec.evaluate(window.stats(now_ms), now_ms, 0.0)
+        wall_ms = round(k * tick * 1000.0)
+        obs = spec.evaluate(window.stats(wall_ms), wall_ms, 0.0)
         if obs.zone in (Zone.SAFE, Zone.NEAR):
             return round(k * tick - tc, 3)
         k += 1

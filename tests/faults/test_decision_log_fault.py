@@ -14,6 +14,7 @@ import json
 import resource
 import signal
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from loadguard.jmeter.home import JMeterHome
 from loadguard.target.model import build_model
 from loadguard.target.runner import RunningTarget, running_target
 from tests.faults.helpers import LOADGUARD, jmeter_engine, run_args
-from tests.jmeter_runner import jmeter_pids
+from tests.jmeter_runner import jmeter_pids, kill_jmeters
 
 
 def file_size_limit(limit: int) -> Callable[[], None]:
@@ -116,3 +117,65 @@ def test_disk_full_mid_run_stops_cleanly_with_whole_rows(
     result = json.loads(summary.read_text())
     assert result["stop_reason"] == "decision_log_failed"
     print(f"\ndisk full mid-run: {len(ticks)} whole rows ({len(data)} B of {limit}); {line}")
+
+
+def ignore_sigxfsz() -> None:
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+
+def rows_in(path: Path) -> int:
+    return max(0, path.read_bytes().count(b"\n") - 1) if path.exists() else 0
+
+
+def rows_with_samples(decisions: Path) -> int:
+    if not decisions.exists():
+        return 0
+    with decisions.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    return sum(1 for r in rows if r.get("samples", "0").isdigit() and int(r["samples"]) > 0)
+
+
+@pytest.mark.jmeter
+def test_disk_full_mid_run_stops_jmeter_and_drains_its_last_rows(
+    jmeter_home: JMeterHome, target: RunningTarget, tmp_path: Path
+) -> None:
+    # ``loadguard run`` (JMeter its child); once a few rows are logged, the sidecar's own
+    # file size limit (prlimit on its pid only: JMeter, already started, keeps writing
+    # its JTL) lets the log grow by a few rows more, then every write fails (EFBIG). The
+    # summary (smaller than the limit) is still written.
+    out = tmp_path / "run"
+    decisions = out / "decisions.csv"
+    args = run_args(out, target.port, "90s", extra=["--tick", "250ms"])
+    proc = subprocess.Popen(
+        args, stderr=subprocess.PIPE, text=True, cwd=tmp_path, preexec_fn=ignore_sigxfsz
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while (
+            rows_with_samples(decisions) < 8 and proc.poll() is None and time.monotonic() < deadline
+        ):
+            time.sleep(0.1)
+        assert rows_with_samples(decisions) >= 8, "the run never logged 8 rows with samples"
+        limit = decisions.stat().st_size + 1500
+        resource.prlimit(proc.pid, resource.RLIMIT_FSIZE, (limit, limit))
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=10)
+        kill_jmeters(str(out))
+    line = one_error_line(err)
+    assert proc.returncode == 3, err[-2000:]
+    assert f"writing {decisions} failed" in line, line
+    result = json.loads((out / "summary.json").read_text())
+    assert result["stop_reason"] == "decision_log_failed"
+    # JMeter was stopped by the wind-down (it ended its test) before the summary was
+    # written, and the summary counts every row JMeter wrote: the last ones were drained.
+    assert "... end of run" in (out / "jmeter.out").read_text(errors="replace")
+    assert not jmeter_pids(str(out))
+    written = (out / "summary.json").stat().st_mtime_ns
+    assert (out / "jmeter.out").stat().st_mtime_ns <= written
+    assert (out / "results.jtl").stat().st_mtime_ns <= written
+    jtl_rows = rows_in(out / "results.jtl")
+    assert jtl_rows > 0 and result["samples"] == jtl_rows, (result["samples"], jtl_rows)
+    print(f"\ndisk full mid-run of run: {rows_in(decisions)} rows, {jtl_rows} samples drained")

@@ -29,7 +29,7 @@ pytestmark = pytest.mark.jmeter
 # a window with samples raises.
 INJECT = """
 import sys
-import loadguard.sidecar as sidecar
+import loadguard.sidecar.compose as sidecar
 
 real = sidecar.build_policy
 
@@ -42,11 +42,11 @@ class Broken:
     def name(self):
         return self.inner.name
 
-    def decide(self, obs, rate):
+    def decide(self, obs):
         self.calls += obs.stats.overall.count > 0
         if self.calls > 3:
             raise ZeroDivisionError("injected bug")
-        return self.inner.decide(obs, rate)
+        return self.inner.decide(obs)
 
 
 sidecar.build_policy = lambda *a, **k: Broken(real(*a, **k))

@@ -41,7 +41,7 @@ class SteppingClock:
     def wall_at(self, mono: int) -> int:
         return T0 + mono + (self.step_ms if mono >= self.step_at else 0)
 
-    def now_ms(self) -> int:
+    def wall_ms(self) -> int:
         return self.wall_at(self.mono)
 
     def mono_ms(self) -> int:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from loadguard.actuator.engines import Engine
-from loadguard.errors import PolicyError, SimulationError, UsageError
+from loadguard.errors import ConfigError, PolicyError, SimulationError, UsageError
 from loadguard.jmeter.remote import parse_remotes
 from loadguard.policies import parse_params
 from loadguard.sidecar import Paths, SidecarConfig
@@ -26,30 +26,33 @@ def test_a_good_config_passes() -> None:
 
 
 @pytest.mark.parametrize(
-    ("kw", "error", "needle"),
+    ("kw", "setting", "needle"),
     [
-        ({"tick_ms": 50}, UsageError, "--tick"),
-        ({"initial_rate": 0.0}, UsageError, "--initial-rate"),
-        ({"auto_stop": 0}, UsageError, "--auto-stop"),
-        ({"lag_ms": -1}, UsageError, "--actuation-lag"),
-        ({"idle_exit_ms": 0}, UsageError, "--idle-exit"),
-        ({"duration_ms": 0}, UsageError, "--duration"),
-        ({"policy_params": {"lag_ms": "500"}}, UsageError, "--actuation-lag"),
-        ({"engine_max_rate": 10.0}, UsageError, "needs --remote"),
+        ({"tick_ms": 50}, "tick_ms", "at least 100ms, got 50ms"),
+        ({"initial_rate": 0.0}, "initial_rate", "must be > 0"),
+        ({"auto_stop": 0}, "auto_stop", "got 0"),
+        ({"lag_ms": -1}, "lag_ms", "must be >= 0"),
+        ({"idle_exit_ms": 0}, "idle_exit_ms", "must be > 0"),
+        ({"duration_ms": 0}, "duration_ms", "must be > 0"),
+        ({"policy_params": {"lag_ms": "500"}}, "policy_params.lag_ms", "not a policy parameter"),
+        ({"engine_max_rate": 10.0}, "engine_max_rate.remotes", "needs remote engines"),
         (
             {"remotes": tuple(parse_remotes(("h1:1099,h2:1099",))),
              "engines": (Engine.parse("h1:9001"),)},
-            UsageError, "2 --remote engine(s) but 1 --engine",
+            "remotes", "2 remote engine(s) but 1 BeanShell engine port(s)",
         ),
     ],
 )  # fmt: skip
-def test_a_bad_config_raises_a_domain_error(
-    kw: dict[str, object], error: type, needle: str
+def test_a_bad_config_raises_a_config_error_naming_the_field_not_a_flag(
+    kw: dict[str, object], setting: str, needle: str
 ) -> None:
-    with pytest.raises(error) as info:
+    with pytest.raises(ConfigError) as info:
         _config(**kw)
-    assert needle in str(info.value)
-    assert "\n" not in str(info.value)
+    assert isinstance(info.value, UsageError) and info.value.exit_code == 2
+    assert info.value.setting == setting
+    message = str(info.value)
+    assert needle in message
+    assert "\n" not in message and "--" not in message  # flags are the CLI's to name
 
 
 def test_param_refuses_a_knob_that_has_its_own_option() -> None:

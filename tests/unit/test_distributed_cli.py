@@ -19,11 +19,14 @@ PLAN = Path(__file__).resolve().parents[2] / "jmx_templates" / "elastic_plan.jmx
     [
         (["--remote", "h1:1099"], "--engine"),
         (["--engine", "h1:9001"], "--engine is for --remote"),
-        (["--remote", "h1:1099,h2:1099", "--engine", "h1:9001"], "2 --remote engine(s)"),
+        (
+            ["--remote", "h1:1099,h2:1099", "--engine", "h1:9001"],
+            "--remote: 2 remote engine(s) but 1 BeanShell",
+        ),
         (["--remote", "h1:1099,h1:1099", "--engine", "a:1", "--engine", "b:1"], "twice"),
         (["--remote", "h1:x", "--engine", "h1:9001"], "bad remote engine"),
         (["--remote", "h1:1099", "--engine", "h1:9001", "--engine-max-rate", "0"], "> 0"),
-        (["--engine-max-rate", "5"], "needs --remote"),
+        (["--engine-max-rate", "5"], "--engine-max-rate: a per-engine maximum rate needs"),
     ],
 )
 def test_run_remote_option_errors_exit_2(args: list[str], message: str, tmp_path: Path) -> None:
@@ -42,7 +45,8 @@ def test_attach_remote_needs_one_engine_per_remote(tmp_path: Path) -> None:
          "--engine", "127.0.0.1:9001", "--p95", "1s"],
     )  # fmt: skip
     assert result.exit_code == 2
-    assert "2 --remote engine(s) but 1 --engine" in result.output
+    assert "--remote: 2 remote engine(s) but 1 BeanShell engine port(s)" in result.output
+    assert "give one --engine HOST:BSHPORT per --remote" in result.output
 
 
 @pytest.mark.jmeter

@@ -210,8 +210,11 @@ class Clock:
     mono: float = 0.0
     log: list[int] = field(default_factory=list)
 
-    def now_ms(self) -> int:
+    def wall_ms(self) -> int:
         return self.ms
+
+    def mono_ms(self) -> int:
+        return self.ms  # the same pace; a test steps ``ms`` for both
 
     def monotonic(self) -> float:
         return self.ms / 1000.0
@@ -233,8 +236,8 @@ def make_fleet(
         [A, B],
         prefixes=prefixes,
         engine_max_rps=cap,
-        now_ms=clock.now_ms,
-        epoch_ms=clock.now_ms,
+        mono_ms=clock.mono_ms,
+        wall_ms=clock.wall_ms,
         client_factory=factory,
         clock=clock.monotonic,
         timeout_s=1.0,
@@ -309,7 +312,7 @@ def test_vanished_samples_mark_the_membership_changed_without_a_push() -> None:
     fleet, state = make_fleet(clock, cap=15.0)
     fleet.push(20.0)
     assert not fleet.membership_changed()
-    lose_b_by_samples(clock, FleetSource(_ListSource([]), fleet, now_ms=clock.now_ms))
+    lose_b_by_samples(clock, FleetSource(_ListSource([]), fleet, wall_ms=clock.wall_ms))
     assert fleet.health.state(B.name) is EngineState.LOST
     assert fleet.membership_changed()
     # The source only judged the loss: the engines still run the old split.
@@ -320,7 +323,7 @@ def test_the_push_after_a_loss_moves_the_share_and_names_the_lost_engine() -> No
     clock = Clock()
     fleet, state = make_fleet(clock, cap=15.0)
     fleet.push(20.0)
-    lose_b_by_samples(clock, FleetSource(_ListSource([]), fleet, now_ms=clock.now_ms))
+    lose_b_by_samples(clock, FleetSource(_ListSource([]), fleet, wall_ms=clock.wall_ms))
     result = fleet.push(20.0)
     # The survivor gets the whole total, capped at its ceiling.
     assert state["props"][A.name] == pytest.approx(15.0 * 60)
@@ -337,13 +340,13 @@ def test_a_wall_clock_step_back_does_not_keep_a_lost_engine_lost() -> None:
     fleet, _ = make_fleet(clock)
     fleet.push(20.0)
     source = FleetSource(
-        _ListSource([]), fleet, now_ms=lambda: clock.ms - (3_600_000 if clock.ms >= 9000 else 0)
+        _ListSource([]), fleet, wall_ms=lambda: clock.ms - (3_600_000 if clock.ms >= 9000 else 0)
     )
     both = ("10.0.0.1:1099-tg 1-1", "10.0.0.2:1099-tg 1-2")
     for t in range(1000, 16_000, 1000):
         clock.ms = t
         threads = both if t < 2000 or t >= 9000 else both[:1]
-        source.inner = _ListSource([batch(source._now_ms(), *threads)])
+        source.inner = _ListSource([batch(source._wall_ms(), *threads)])
         source.poll()
         if fleet.membership_changed():
             fleet.push(20.0)  # as the loop's next tick does
@@ -427,7 +430,7 @@ class LoopClock:
     def __init__(self, clock: Clock) -> None:
         self.clock = clock
 
-    def now_ms(self) -> int:
+    def wall_ms(self) -> int:
         return self.clock.ms
 
     def mono_ms(self) -> int:
@@ -440,7 +443,7 @@ class LoopClock:
 def fleet_loop(tmp_path: Path, clock: Clock) -> tuple[ControlLoop, FleetActuator, dict[str, Any]]:
     """A loop holding 20 req/s (``fixed`` policy) over A and B, each poll a second later."""
     fleet, state = make_fleet(clock)
-    source = FleetSource(_ListSource([]), fleet, now_ms=clock.now_ms)
+    source = FleetSource(_ListSource([]), fleet, wall_ms=clock.wall_ms)
     spec = SloSpec.from_options(p95="1s", window="5s", max_rate="100", min_samples="1")
     writer = DecisionLogWriter(tmp_path / "d.csv")
     writer.open()
@@ -506,7 +509,7 @@ def test_fleet_source_poll_pushes_nothing() -> None:
     fleet.push(20.0)
     pushes: list[float] = []
     fleet._push_total = lambda rate: pushes.append(rate)  # type: ignore[method-assign,assignment,return-value]
-    source = FleetSource(_ListSource([]), fleet, now_ms=clock.now_ms)
+    source = FleetSource(_ListSource([]), fleet, wall_ms=clock.wall_ms)
     lose_b_by_samples(clock, source, until_ms=12_000)
     source.inner = _ListSource([batch(12_000, *BOTH)])
     source.poll()  # B's samples are back: waiting for a push to find it answering

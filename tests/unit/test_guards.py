@@ -29,7 +29,7 @@ from loadguard.stats import LabelStats, WindowStats
 
 def obs(
     zone: Zone = Zone.SAFE,
-    now_ms: int = 100_000,
+    wall_ms: int = 100_000,
     commanded: float = 100.0,
     achieved: float | None = None,
     staleness_ms: int | None = 100,
@@ -44,10 +44,10 @@ def obs(
     count = 5 if zone is Zone.NO_DATA else int(rps * 10)
     p95 = None if pressure is None else pressure * 250
     overall = LabelStats(count, rps, rps, 0.0, mean_ms, 40.0, p95, p95, p95, max_ms)
-    newest = None if staleness_ms is None else now_ms - staleness_ms
-    stats = WindowStats(now_ms, 10_000, overall, {}, 0, newest)
+    newest = None if staleness_ms is None else wall_ms - staleness_ms
+    stats = WindowStats(wall_ms, 10_000, overall, {}, 0, newest)
     return Observation(
-        now_ms, stats, zone, (), (), staleness_ms, commanded, pressure, rate_change=change
+        wall_ms, stats, zone, (), (), staleness_ms, commanded, pressure, rate_change=change
     )
 
 
@@ -59,8 +59,9 @@ class Wants:
     name: str = "wants"
     calls: int = 0
 
-    def decide(self, o: Observation, rate: float) -> Decision:
+    def decide(self, o: Observation) -> Decision:
         self.calls += 1
+        rate = o.commanded_rps
         return decide(o, rate, rate * self.factor, "inner")
 
 
@@ -73,19 +74,19 @@ class Wants:
     ],
 )
 def test_clamps_at_bounds(factor: float, rate: float, new_rate: float, reason: str) -> None:
-    d = Bounds(Wants(factor), 2.0, 500.0).decide(obs(), rate)
+    d = Bounds(Wants(factor), 2.0, 500.0).decide(obs(commanded=rate))
     assert (d.new_rate, d.reason) == (new_rate, reason)
 
 
 @pytest.mark.parametrize(("factor", "new_rate"), [(3.0, 200.0), (0.1, 50.0), (1.2, 120.0)])
 def test_step_limit_per_tick(factor: float, new_rate: float) -> None:
-    d = StepLimit(Wants(factor), 2.0, 0.5).decide(obs(), 100.0)
+    d = StepLimit(Wants(factor), 2.0, 0.5).decide(obs())
     assert d.new_rate == pytest.approx(new_rate)
 
 
 def test_hold_on_no_data_without_asking_the_policy() -> None:
     inner = Wants(2.0)
-    d = NoDataHold(inner).decide(obs(Zone.NO_DATA), 100.0)
+    d = NoDataHold(inner).decide(obs(Zone.NO_DATA))
     assert (d.action, d.reason, inner.calls) == (Action.HOLD, "no_data", 0)
 
 
@@ -96,30 +97,30 @@ FELL = RateChange(10_000, rose=False, serial=1)
 
 def test_no_decision_while_settling() -> None:
     guard = Settling(Wants(1.5), settle_ms=12_000)
-    d = guard.decide(obs(now_ms=11_000, change=ROSE), 150.0)
+    d = guard.decide(obs(wall_ms=11_000, change=ROSE, commanded=150.0))
     assert (d.action, d.reason) == (Action.HOLD, "settling")
     # Settled at 10 s + 12 s + the window's max elapsed (200 ms).
-    assert guard.decide(obs(now_ms=22_100, change=ROSE), 150.0).reason == "settling"
-    assert guard.decide(obs(now_ms=22_200, change=ROSE), 150.0).reason == "inner"
+    assert guard.decide(obs(wall_ms=22_100, change=ROSE, commanded=150.0)).reason == "settling"
+    assert guard.decide(obs(wall_ms=22_200, change=ROSE, commanded=150.0)).reason == "inner"
 
 
 def test_start_rate_is_judged_at_once() -> None:
     guard = Settling(Wants(1.5), settle_ms=12_000)
-    assert guard.decide(obs(now_ms=1_000, change=None), 100.0).reason == "inner"
+    assert guard.decide(obs(wall_ms=1_000, change=None)).reason == "inner"
 
 
-def test_settling_counts_from_the_recorded_change_not_from_the_rate_argument() -> None:
+def test_settling_counts_from_the_recorded_change_not_from_the_rate_in_force() -> None:
     guard = Settling(Wants(1.5), settle_ms=12_000)
-    guard.decide(obs(now_ms=10_000), 100.0)
-    # A different rate argument with no change recorded (a failed push) is no change.
-    assert guard.decide(obs(now_ms=11_000), 150.0).reason == "inner"
+    guard.decide(obs(wall_ms=10_000))
+    # A different rate in force with no change recorded (a failed push) is no change.
+    assert guard.decide(obs(wall_ms=11_000, commanded=150.0)).reason == "inner"
     later = RateChange(30_000, rose=True, serial=2)
-    assert guard.decide(obs(now_ms=31_000, change=later), 150.0).reason == "settling"
+    assert guard.decide(obs(wall_ms=31_000, change=later, commanded=150.0)).reason == "settling"
 
 
 def test_breach_after_increase_is_judged_while_settling() -> None:
     guard = Settling(Wants(0.5), settle_ms=12_000)
-    d = guard.decide(obs(Zone.BREACH, now_ms=12_000, change=ROSE), 150.0)
+    d = guard.decide(obs(Zone.BREACH, wall_ms=12_000, change=ROSE, commanded=150.0))
     assert d.action is Action.DECREASE
     assert d.detail["settling"] == "breach_after_increase"
 
@@ -127,32 +128,35 @@ def test_breach_after_increase_is_judged_while_settling() -> None:
 def test_near_after_increase_is_judged_only_when_asked() -> None:
     for early, reason in ((True, "inner"), (False, "settling")):
         guard = Settling(Wants(0.8), settle_ms=12_000, early_near=early)
-        assert guard.decide(obs(Zone.NEAR, now_ms=12_000, change=ROSE), 150.0).reason == reason
+        assert (
+            guard.decide(obs(Zone.NEAR, wall_ms=12_000, change=ROSE, commanded=150.0)).reason
+            == reason
+        )
 
 
 def test_early_judging_never_raises_the_rate() -> None:
     guard = Settling(Wants(2.0), settle_ms=12_000, early_near=True)
-    d = guard.decide(obs(Zone.NEAR, now_ms=12_000, change=ROSE), 150.0)
+    d = guard.decide(obs(Zone.NEAR, wall_ms=12_000, change=ROSE, commanded=150.0))
     assert (d.action, d.reason) == (Action.HOLD, "settling")
 
 
 def test_breach_after_decrease_waits_for_the_old_samples_to_leave() -> None:
     guard = Settling(Wants(0.5), settle_ms=12_000)
-    d = guard.decide(obs(Zone.BREACH, now_ms=13_000, pressure=1.6, change=FELL), 50.0)
+    d = guard.decide(obs(Zone.BREACH, wall_ms=13_000, pressure=1.6, change=FELL, commanded=50.0))
     assert d.reason == "settling"
 
 
 def test_escalating_breach_after_decrease_is_judged() -> None:
     guard = Settling(Wants(0.5), settle_ms=12_000, escalation=2.0)
-    guard.decide(obs(Zone.BREACH, now_ms=10_000, pressure=1.2), 100.0)  # the cut's trigger
-    d = guard.decide(obs(Zone.BREACH, now_ms=13_000, pressure=3.0, change=FELL), 80.0)
+    guard.decide(obs(Zone.BREACH, wall_ms=10_000, pressure=1.2))  # the cut's trigger
+    d = guard.decide(obs(Zone.BREACH, wall_ms=13_000, pressure=3.0, change=FELL, commanded=80.0))
     assert d.detail["settling"] == "breach_escalating"
 
 
 def test_draining_backlog_holds_after_settling() -> None:
     guard = Settling(Wants(0.5), settle_ms=12_000, drain_tolerance=0.1)
-    late = obs(Zone.BREACH, now_ms=23_000, commanded=50.0, achieved=70.0, change=FELL)
-    d = guard.decide(late, 50.0)
+    late = obs(Zone.BREACH, wall_ms=23_000, commanded=50.0, achieved=70.0, change=FELL)
+    d = guard.decide(late)
     assert d.reason == "settling"
     assert d.detail["draining_rps"] == pytest.approx(20.0)
 
@@ -170,7 +174,7 @@ def test_stale_hold_then_floor(
     staleness: int, rate: float, action: Action, new_rate: float
 ) -> None:
     guard = StaleHold(Wants(2.0), stale_ms=20_000, floor_after_ms=20_000, floor_rate=1.0)
-    d = guard.decide(obs(staleness_ms=staleness), rate)
+    d = guard.decide(obs(staleness_ms=staleness, commanded=rate))
     assert (d.action, d.new_rate) == (action, new_rate)
     if action is not Action.INCREASE:
         assert d.reason == "stale"
@@ -178,55 +182,55 @@ def test_stale_hold_then_floor(
 
 def test_no_sample_ever_counts_as_stale_after_the_startup_grace() -> None:
     guard = StaleHold(Wants(2.0), stale_ms=20_000, floor_after_ms=20_000, floor_rate=1.0)
-    guard.decide(obs(Zone.NO_DATA, now_ms=0, staleness_ms=None), 5.0)
-    starting = guard.decide(obs(Zone.NO_DATA, now_ms=30_000, staleness_ms=None), 5.0)
+    guard.decide(obs(Zone.NO_DATA, wall_ms=0, staleness_ms=None, commanded=5.0))
+    starting = guard.decide(obs(Zone.NO_DATA, wall_ms=30_000, staleness_ms=None, commanded=5.0))
     assert starting.reason != "stale"  # JMeter may still be starting
-    late = guard.decide(obs(Zone.NO_DATA, now_ms=30_000 + 30_000, staleness_ms=None), 5.0)
+    late = guard.decide(
+        obs(Zone.NO_DATA, wall_ms=30_000 + 30_000, staleness_ms=None, commanded=5.0)
+    )
     assert late.reason == "stale"
 
 
 def test_generator_limited_holds_and_says_how_many_threads() -> None:
     guard = GeneratorLimited(Wants(1.5), ratio=0.8, headroom=1.2)
-    guard.decide(obs(now_ms=0), 100.0)
-    d = guard.decide(obs(now_ms=20_000, achieved=50.0, mean_ms=500.0), 100.0)
+    guard.decide(obs(wall_ms=0))
+    d = guard.decide(obs(wall_ms=20_000, achieved=50.0, mean_ms=500.0))
     assert (d.action, d.reason) == (Action.HOLD, "generator_limited")
     assert d.detail["threads_needed"] == 60.0  # 1.2 x 100/s x 0.5 s
 
 
 def test_generator_limited_lets_a_decrease_through() -> None:
     guard = GeneratorLimited(Wants(0.5))
-    guard.decide(obs(now_ms=0), 100.0)
-    assert guard.decide(obs(now_ms=20_000, achieved=50.0), 100.0).action is Action.DECREASE
+    guard.decide(obs(wall_ms=0))
+    assert guard.decide(obs(wall_ms=20_000, achieved=50.0)).action is Action.DECREASE
 
 
 def test_auto_stop_after_n_breach_windows() -> None:
     guard = AutoStop(Wants(0.9), windows=2, window_ms=10_000)
-    actions = [
-        guard.decide(obs(Zone.BREACH, now_ms=t * 1000), 100.0).action for t in range(0, 21, 5)
-    ]
+    actions = [guard.decide(obs(Zone.BREACH, wall_ms=t * 1000)).action for t in range(0, 21, 5)]
     assert actions[-1] is Action.STOP
     assert Action.STOP not in actions[:-1]
 
 
 def test_auto_stop_count_resets_on_a_good_window() -> None:
     guard = AutoStop(Wants(0.9), windows=2, window_ms=10_000)
-    guard.decide(obs(Zone.BREACH, now_ms=0), 100.0)
-    guard.decide(obs(Zone.SAFE, now_ms=15_000), 100.0)
-    assert guard.decide(obs(Zone.BREACH, now_ms=20_000), 100.0).action is not Action.STOP
+    guard.decide(obs(Zone.BREACH, wall_ms=0))
+    guard.decide(obs(Zone.SAFE, wall_ms=15_000))
+    assert guard.decide(obs(Zone.BREACH, wall_ms=20_000)).action is not Action.STOP
 
 
 def test_auto_stop_thin_windows_that_still_breach_do_not_end_the_breach() -> None:
     guard = AutoStop(Wants(0.9), windows=2, window_ms=10_000, sparse_zone=lambda o: Zone.BREACH)
-    guard.decide(obs(Zone.BREACH, now_ms=0), 100.0)
-    assert guard.decide(obs(Zone.NO_DATA, now_ms=10_000), 1.0).action is not Action.STOP
-    assert guard.decide(obs(Zone.NO_DATA, now_ms=20_000), 1.0).action is Action.STOP
+    guard.decide(obs(Zone.BREACH, wall_ms=0))
+    assert guard.decide(obs(Zone.NO_DATA, wall_ms=10_000, commanded=1.0)).action is not Action.STOP
+    assert guard.decide(obs(Zone.NO_DATA, wall_ms=20_000, commanded=1.0)).action is Action.STOP
 
 
 def test_auto_stop_thin_windows_that_meet_the_slo_end_the_breach() -> None:
     guard = AutoStop(Wants(0.9), windows=2, window_ms=10_000, sparse_zone=lambda o: Zone.SAFE)
-    guard.decide(obs(Zone.BREACH, now_ms=0), 100.0)
-    guard.decide(obs(Zone.NO_DATA, now_ms=10_000), 1.0)
-    assert guard.decide(obs(Zone.BREACH, now_ms=20_000), 1.0).action is not Action.STOP
+    guard.decide(obs(Zone.BREACH, wall_ms=0))
+    guard.decide(obs(Zone.NO_DATA, wall_ms=10_000, commanded=1.0))
+    assert guard.decide(obs(Zone.BREACH, wall_ms=20_000, commanded=1.0)).action is not Action.STOP
 
 
 def test_auto_stop_fires_at_the_floor_under_total_errors() -> None:
@@ -240,7 +244,7 @@ def test_auto_stop_fires_at_the_floor_under_total_errors() -> None:
         count = max(1, round(rate * 10)) if k < 5 else 5  # the floor: 0.5 req/s
         overall = LabelStats(count, count / 10, 0.0, 1.0, 20.0, 20.0, 20.0, 20.0, 20.0, 30.0)
         stats = WindowStats(now, 10_000, overall, {}, 0, now - 100)
-        d = policy.decide(spec.evaluate(stats, now, rate), rate)
+        d = policy.decide(spec.evaluate(stats, now, rate))
         actions.append(d.action)
         if d.action is Action.STOP:
             break
@@ -251,7 +255,7 @@ def test_auto_stop_fires_at_the_floor_under_total_errors() -> None:
 
 
 def test_exposure_flags_a_decrease_that_hides_queueing() -> None:
-    d = Exposure(Wants(0.5)).decide(obs(commanded=100.0, achieved=60.0), 100.0)
+    d = Exposure(Wants(0.5)).decide(obs(commanded=100.0, achieved=60.0))
     assert d.detail["offered_rps"] == 100.0
     assert d.detail["achieved_rps"] == 60.0
     assert d.detail["hidden_queueing"] == "true"
@@ -281,8 +285,8 @@ def _drive(
     rate, now, out = start, 0, []
     for zone, pressure, ratio, gap in steps:
         now += gap
-        o = obs(zone, now_ms=now, commanded=rate, achieved=rate * ratio, pressure=pressure)
-        d = policy.decide(o, rate)
+        o = obs(zone, wall_ms=now, commanded=rate, achieved=rate * ratio, pressure=pressure)
+        d = policy.decide(o)
         out.append((zone, d))
         rate = d.new_rate
     return out

@@ -126,3 +126,42 @@ def test_the_check_sees_an_upward_import(tmp_path: Path) -> None:
     assert not allowed("loadguard.jmeter.remote", "actuator")
     assert allowed("loadguard.jtl.sample", "policies")
     assert allowed("loadguard.actuator.engines", "actuator")
+
+
+def click_imports(root: Path = ROOT) -> list[str]:
+    """Every import of click outside ``loadguard.cli``, anywhere in a module."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if path.relative_to(root).parts[0] == "cli":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            found += [
+                f"{path.relative_to(root.parent)}:{node.lineno} imports {n}"
+                for n in names
+                if n == "click" or n.startswith("click.")
+            ]
+    return found
+
+
+def test_only_the_cli_imports_click() -> None:
+    # The library raises domain errors and names no flag; click is the CLI adapter's.
+    assert click_imports() == []
+
+
+def test_the_click_check_sees_a_library_import_and_spares_the_cli(tmp_path: Path) -> None:
+    (tmp_path / "pkg" / "sidecar").mkdir(parents=True)
+    (tmp_path / "pkg" / "cli").mkdir()
+    (tmp_path / "pkg" / "sidecar" / "config.py").write_text("def f():\n    import click\n")
+    (tmp_path / "pkg" / "cli" / "options.py").write_text("import click\n")
+    (tmp_path / "pkg" / "errors.py").write_text("from click.exceptions import UsageError\n")
+    assert click_imports(tmp_path / "pkg") == [
+        "pkg/errors.py:1 imports click.exceptions",
+        "pkg/sidecar/config.py:2 imports click",
+    ]

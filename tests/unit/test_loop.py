@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import itertools
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +15,10 @@ from loadguard.actuator.engines import EngineAck, PushResult
 from loadguard.decisions import DecisionLogWriter
 from loadguard.jtl.sample import SampleBatch
 from loadguard.loop import ControlLoop, LoopSettings
-from loadguard.policies import build_policy
+from loadguard.observation import Observation
+from loadguard.policies import DEFAULT_POLICY, build_policy
+from loadguard.policies.base import Decision, Policy
+from loadguard.policies.knee import KneePolicy
 from loadguard.slo import SloSpec
 from loadguard.summary import SummaryBuilder
 from loadguard.window import Window
@@ -26,7 +30,7 @@ class FakeClock:
     def __init__(self) -> None:
         self.ms = T0
 
-    def now_ms(self) -> int:
+    def wall_ms(self) -> int:
         return self.ms
 
     def mono_ms(self) -> int:
@@ -51,7 +55,7 @@ class PlantSource:
     malformed_rows: int = 0
 
     def poll(self) -> SampleBatch:
-        now = self.clock.now_ms()
+        now = self.clock.wall_ms()
         rate = self.actuator.rate
         n = int(rate * (now - self.last_ms) / 1000)
         starts = (
@@ -89,15 +93,24 @@ class FakeActuator:
         return self.engines_changed
 
 
-def make_loop(tmp_path: Path, actuator: FakeActuator, clock: FakeClock, **src: object):  # type: ignore[no-untyped-def]
-    spec = SloSpec.from_options(p95="250ms", error_rate="1%", window="5s", max_rate="500")
+SPEC = SloSpec.from_options(p95="250ms", error_rate="1%", window="5s", max_rate="500")
+
+
+def make_loop(  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    actuator: FakeActuator,
+    clock: FakeClock,
+    policy: Policy | None = None,
+    **src: object,
+):
+    spec = SPEC
     writer = DecisionLogWriter(tmp_path / "d.csv")
     writer.open()
     loop = ControlLoop(
         source=PlantSource(clock, actuator, **src),  # type: ignore[arg-type]
         window=Window(spec.window_ms),
         evaluator=spec,
-        policy=build_policy("gradient", spec, lag_ms=1000),
+        policy=policy or build_policy("gradient", spec, lag_ms=1000),
         actuator=actuator,
         writer=writer,
         summary=SummaryBuilder(spec.window_ms, spec.log_thresholds()),
@@ -112,21 +125,37 @@ def rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
-def test_loop_climbs_to_the_knee_and_holds_below_it(tmp_path: Path) -> None:
+def test_the_default_policy_finds_the_plants_cliff_within_one_step(tmp_path: Path) -> None:
     clock, act = FakeClock(), FakeActuator()
-    loop, writer = make_loop(tmp_path, act, clock)
+    assert KneePolicy.name == DEFAULT_POLICY  # the bounds below are the knee policy's
+    up, down = KneePolicy.max_up, KneePolicy.max_down  # its default step bounds
+    policy = build_policy(DEFAULT_POLICY, SPEC, lag_ms=1000)
+    loop, writer = make_loop(tmp_path, act, clock, policy=policy)
     outcome = loop.run(5.0)
     writer.close()
     assert outcome.stop_reason == "duration"
     got = rows(tmp_path / "d.csv")
     assert len(got) == outcome.ticks
     assert {r["action"] for r in got} >= {"INCREASE", "HOLD", "DECREASE"}
-    # A cliff at 50 req/s: the loop probes it and settles around it, never runs away.
+    # The band, from the plant: every rate <= CLIFF (50 req/s) is SAFE (p95 20 ms against
+    # 250 ms), every rate above it BREACHes (900 ms). Once tracking, the default policy
+    # moves by at most x max_up (1.25) up and x max_down (0.5) down per decision. So a rate
+    # can only get past the cliff in one step from a compliant rate r <= CLIFF, with
+    # up * r > CLIFF: each rate held compliant just before a breach is in
+    # (CLIFF / up, CLIFF] = (40, 50], and each breached rate in (CLIFF, up * CLIFF] =
+    # (50, 62.5]; the cut after it lands at >= down x that, so no late rate falls under
+    # down * CLIFF = 25. A loop that stops finding the cliff (settles low, runs away, or
+    # cuts without a breach) leaves these bands.
+    cliff = PlantSource.knee
     late = [float(r["new_rate"]) for r in got[len(got) // 2 :]]
-    assert 25.0 <= float(np.median(late)) <= 65.0
-    assert max(late) < 120.0
+    peaks = [a for a, b in itertools.pairwise(late) if a <= cliff < b]
+    breached = [x for x in late if x > cliff]
+    assert len(peaks) >= 3  # the cliff is probed again and again, not once
+    assert all(cliff / up < p <= cliff for p in peaks), peaks
+    assert breached and all(cliff < x <= up * cliff for x in breached), breached
+    assert min(late) >= down * cliff
     found = outcome.summary.max_compliant_rate
-    assert found is not None and 25.0 <= found <= 50.0
+    assert found is not None and cliff / up < found <= cliff
 
 
 def test_failed_push_is_logged_not_applied_and_reasserted(tmp_path: Path) -> None:
@@ -236,3 +265,41 @@ def test_request_stop_ends_before_the_next_tick(tmp_path: Path) -> None:
     outcome = loop.run(5.0)
     writer.close()
     assert outcome.ticks == 0 and outcome.stop_reason == "signal"
+
+
+@dataclass
+class Recording:
+    """The real default policy, keeping every observation it was given."""
+
+    inner: Policy
+    seen: list[Observation] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def decide(self, obs: Observation) -> Decision:
+        self.seen.append(obs)
+        return self.inner.decide(obs)
+
+
+def test_each_tick_builds_one_observation_with_its_whole_input(tmp_path: Path) -> None:
+    clock, act = FakeClock(), FakeActuator()
+    policy = Recording(build_policy(DEFAULT_POLICY, SPEC, lag_ms=1000))
+    loop, writer = make_loop(tmp_path, act, clock, policy=policy)
+    loop.start(5.0)
+    for _ in range(12):
+        clock.ms += 1000
+        rate_before = loop.rate.value
+        change_before = loop.rate.change
+        loop.tick()
+        obs = policy.seen[-1]
+        # Both clocks, the rate in force with its last change, the carried staleness and
+        # the ledger's view: all in the one value the policy decides from.
+        assert (obs.wall_ms, obs.mono_ms) == (clock.wall_ms(), clock.mono_ms())
+        assert (obs.commanded_rps, obs.rate_change) == (rate_before, change_before)
+        assert obs.staleness_ms is not None and obs.staleness_ms >= 0
+        assert obs.ledger is not None
+    writer.close()
+    assert len(policy.seen) == 12
+    assert any(o.rate_change is not None for o in policy.seen)  # the rate did change

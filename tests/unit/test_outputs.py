@@ -38,7 +38,7 @@ THRESHOLDS = {"p95_ms": 250.0, "p99_ms": None, "mean_ms": None, "error_rate": 0.
 
 
 def tick_result(
-    now_ms: int,
+    wall_ms: int,
     *,
     tick: int = 1,
     old: float = 40.0,
@@ -49,7 +49,7 @@ def tick_result(
 ) -> TickResult:
     """A tick as the loop builds it (``row_from``), for a window with ``p95``."""
     stats = LabelStats(200, 39.5, 39.0, 0.0125, 80.0, 70.0, 100.0, p95, 180.0, 300.0)
-    obs = Observation(now_ms, WindowStats(now_ms, 5000, stats), zone, (), (), 10, old)
+    obs = Observation(wall_ms, WindowStats(wall_ms, 5000, stats), zone, (), (), 10, old)
     action = Action.INCREASE if new > old else Action.DECREASE if new < old else Action.HOLD
     decision = Decision(action, old, new, zone, "safe", obs, dict(detail or {}))
     push = PushResult(new, True, ())

@@ -19,7 +19,7 @@ from loadguard.jtl.sample import SampleBatch
 from loadguard.observation import Observation
 from loadguard.policies import build_policy
 from loadguard.policies.base import Decision, Policy
-from loadguard.sidecar import Paths, SidecarConfig, drive
+from loadguard.sidecar import Paths, SidecarConfig, drive, preflight
 from loadguard.slo import SloSpec
 
 from .test_attach_cli import COLUMNS, write_headerless_jtl
@@ -37,11 +37,11 @@ class BrokenAfter:
     def name(self) -> str:
         return self.inner.name
 
-    def decide(self, obs: Observation, rate: float) -> Decision:
+    def decide(self, obs: Observation) -> Decision:
         self.calls += 1
         if self.calls > self.after:
             raise ZeroDivisionError("float division by zero")
-        return self.inner.decide(obs, rate)
+        return self.inner.decide(obs)
 
 
 @dataclass
@@ -71,7 +71,6 @@ def _broken(after: int) -> Any:
 def test_a_policy_bug_mid_run_still_writes_the_log_and_the_summary(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("loadguard.sidecar.build_policy", _broken(after=3))
     paths = Paths.in_dir(tmp_path, junit=tmp_path / "junit.xml")
     cfg = SidecarConfig(
         paths=paths,
@@ -82,8 +81,10 @@ def test_a_policy_bug_mid_run_still_writes_the_log_and_the_summary(
     )
     stopped: list[bool] = []
     source = LiveSource()
+    policy = _broken(after=3)(cfg.policy, cfg.spec)
+    preflight(cfg.paths)
     with pytest.raises(ZeroDivisionError):
-        drive(cfg, source, on_end=lambda: stopped.append(True))
+        drive(cfg, policy, source, on_end=lambda: stopped.append(True))
     assert stopped == [True]  # the generator is stopped, as at a normal end
     with paths.decisions.open(newline="") as fh:
         rows = list(csv.DictReader(fh))
@@ -98,7 +99,7 @@ def test_a_policy_bug_mid_run_still_writes_the_log_and_the_summary(
 def test_attach_with_a_policy_bug_is_one_line_exit_4_and_a_summary(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("loadguard.sidecar.build_policy", _broken(after=1))
+    monkeypatch.setattr("loadguard.sidecar.compose.build_policy", _broken(after=1))
     jtl = tmp_path / "r.jtl"
     write_headerless_jtl(jtl)
     argv = ["attach", "--jtl", str(jtl), "--jtl-columns", COLUMNS, "--dry-run", "--p95", "250ms"]

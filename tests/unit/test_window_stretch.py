@@ -84,12 +84,12 @@ def test_settling_waits_longer_for_a_stretched_window() -> None:
     # The rate in force fell (2 -> 1 req/s) at the push after the first tick, at t = 0.
     cut = RateChange(0, rose=False, serial=1)
 
-    def at(now_ms: int, window_ms: int) -> Observation:
+    def at(wall_ms: int, window_ms: int) -> Observation:
         overall = LabelStats(20, 1.0, 1.0, 0.0, 50.0, 40.0, 60.0, 60.0, 60.0, 60.0)
-        stats = WindowStats(now_ms, window_ms, overall, {}, 0, now_ms)
-        return Observation(now_ms, stats, Zone.SAFE, (), (), 5, 1.0, 0.2, rate_change=cut)
+        stats = WindowStats(wall_ms, window_ms, overall, {}, 0, wall_ms)
+        return Observation(wall_ms, stats, Zone.SAFE, (), (), 5, 1.0, 0.2, rate_change=cut)
 
     guard = Settling(FixedPolicy(), settle_ms=12_000, window_ms=10_000)
     # 13 s after the change: settled for a 10 s window, not for a 20 s one.
-    assert guard.decide(at(13_000, 20_000), 1.0).reason == "settling"
-    assert guard.decide(at(13_000, 10_000), 1.0).reason == "fixed"
+    assert guard.decide(at(13_000, 20_000)).reason == "settling"
+    assert guard.decide(at(13_000, 10_000)).reason == "fixed"
