@@ -82,7 +82,7 @@ def _register() -> None:
     from loadguard.cli import jmeter_cmd
 
     cli.add_command(jmeter_cmd.jmeter)
-    from loadguard.cli import target_cmd
+    from loadguard.lab.cli import target_cmd
 
     cli.add_command(target_cmd.target)
     from loadguard.cli import report_cmd
@@ -93,7 +93,7 @@ def _register() -> None:
 
     cli.add_command(sidecar_cmd.attach_cmd)
     cli.add_command(sidecar_cmd.run_cmd)
-    from loadguard.cli import demo_cmd
+    from loadguard.lab.cli import demo_cmd
 
     cli.add_command(demo_cmd.demo)
     from loadguard.cli import inject_cmd, push_cmd, stop_cmd
@@ -104,16 +104,16 @@ def _register() -> None:
     from loadguard.cli import metrics_cmd
 
     cli.add_command(metrics_cmd.metrics)
-    from loadguard.cli import simulate_cmd
+    from loadguard.lab.cli import simulate_cmd
 
     cli.add_command(simulate_cmd.simulate_cmd)
-    from loadguard.cli import evaluate_cmd
+    from loadguard.lab.cli import evaluate_cmd
 
     cli.add_command(evaluate_cmd.evaluate_cmd)
     from loadguard.cli import engines_cmd
 
     cli.add_command(engines_cmd.engines)
-    from loadguard.cli import teastore_cmd
+    from loadguard.lab.cli import teastore_cmd
 
     cli.add_command(teastore_cmd.teastore)
     from loadguard.cli import table_cmd

@@ -18,9 +18,9 @@ import click
 from loadguard.actuator.elastic_timer import ELASTIC_TIMER_LAG_MS
 from loadguard.durations import format_duration, parse_duration_s
 from loadguard.errors import LoadGuardError
+from loadguard.lab.teastore.layout import LAYOUTS
 from loadguard.policies import DEFAULT_POLICY, POLICIES
 from loadguard.slo import parse_rate_rps
-from loadguard.teastore.layout import LAYOUTS
 
 F = TypeVar("F", bound=Callable[..., Any])
 

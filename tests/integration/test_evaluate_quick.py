@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from loadguard.evaluate.schemes import BY_NAME
 from loadguard.jmeter.home import JMeterHome
+from loadguard.lab.evaluate.schemes import BY_NAME
 from loadguard.policies import DEFAULT_POLICY
 
 pytestmark = pytest.mark.jmeter

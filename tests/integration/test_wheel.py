@@ -27,8 +27,8 @@ import pytest
 from lxml import etree
 
 from loadguard.jmeter.home import JMeterHome
+from loadguard.lab.teastore.source import RELEASE_URL, SOURCE_ENV
 from loadguard.policies import DEFAULT_POLICY
-from loadguard.teastore.source import RELEASE_URL, SOURCE_ENV
 
 pytestmark = [pytest.mark.jmeter, pytest.mark.slow]
 
