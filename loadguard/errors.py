@@ -42,6 +42,10 @@ class UsageError(LoadGuardError):
     """A bad option value or a bad combination of options."""
 
 
+class PluginError(LoadGuardError):
+    """A command's ``loadguard.commands`` entry point cannot be loaded (a broken install)."""
+
+
 class JtlError(LoadGuardError):
     """A results file that cannot be read at all (single bad rows are counted, not raised)."""
 

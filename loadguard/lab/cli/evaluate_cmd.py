@@ -14,13 +14,13 @@ from loadguard.cli.options import (
     FILE,
     duration_option,
     force_option,
-    layout_option,
     out_option,
     seed_option,
     violation_budget_option,
 )
 from loadguard.durations import Seconds
 from loadguard.errors import UsageError
+from loadguard.lab.cli.options import layout_option
 from loadguard.lab.cli.suite_cmd import run_suite_command
 from loadguard.lab.cli.suite_real_cmd import run_real_suite_command
 from loadguard.lab.evaluate.config import EvalConfig, teastore_overrides

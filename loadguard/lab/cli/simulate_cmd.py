@@ -12,13 +12,13 @@ from loadguard.cli.options import (
     duration_option,
     initial_rate_option,
     json_option,
-    plant_options,
     policy_options,
     rate_bound_options,
     slo_options,
     tick_option,
 )
 from loadguard.durations import Seconds
+from loadguard.lab.cli.options import plant_options
 from loadguard.lab.simulate.run import simulate
 from loadguard.lab.simulate.scenario import CapacityChange, Scenario
 from loadguard.lab.simulate.summary import summarize

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import click
 
-from loadguard.cli.options import p95_option, plant_options, port_option
+from loadguard.cli.options import p95_option, port_option
 from loadguard.durations import Seconds
 from loadguard.errors import UsageError
+from loadguard.lab.cli.options import plant_options
 from loadguard.lab.simulate.features import parse_metastable, parse_outage, parse_warmup
 from loadguard.lab.simulate.scenario import one_change
 from loadguard.lab.target.distributions import ServiceDist, parse_dist

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import click
 
-from loadguard.cli.options import DURATION, layout_option, port_option, rebuild_option
+from loadguard.cli.options import DURATION, port_option, rebuild_option
 from loadguard.durations import Seconds
 from loadguard.errors import UsageError
+from loadguard.lab.cli.options import layout_option
 from loadguard.lab.teastore.build import ensure_build
 from loadguard.lab.teastore.runner import TeaStoreOptions, running_teastore
 from loadguard.lab.teastore.source import SOURCE_ENV, resolve_source
