@@ -6,6 +6,8 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: install jmeter chromium tmux servers lint test test-fast demo clean
 
+# Re-run whenever pyproject.toml changes: the editable install also writes the package
+# metadata, the `loadguard.commands` entry points the CLI finds the lab's commands by.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip

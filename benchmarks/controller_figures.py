@@ -20,10 +20,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from loadguard.lab.simulate.run import simulate
+from loadguard.lab.simulate.scenario import CapacityChange, Scenario
+from loadguard.lab.simulate.summary import summarize
 from loadguard.policies import build_policy
-from loadguard.simulate.run import simulate
-from loadguard.simulate.scenario import CapacityChange, Scenario
-from loadguard.simulate.summary import summarize
 from loadguard.slo import SloSpec
 
 ROWS: list[tuple[str, str, dict[str, Any]]] = [

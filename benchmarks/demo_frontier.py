@@ -1,7 +1,7 @@
 """The demo target's fixed-rate frontier on real JMeter (docs/controller-jmeter.md).
 
 For each fraction of the demo target's analytic lambda* (144.4 req/s, M/M/8, 50 ms,
-p95 <= 250 ms): a fresh demo target (``loadguard.demo.demo_target_args``, as ``loadguard
+p95 <= 250 ms): a fresh demo target (``loadguard.lab.demo.demo_target_args``, as ``loadguard
 demo`` starts it) and ``loadguard run`` of the elastic plan with ``--policy fixed
 --initial-rate R`` (the open loop at R) for ``--duration`` seconds. On the JTL, on the
 run's clock (t = 0 at the first sample start, samples completed by D; the run lasts
@@ -31,10 +31,10 @@ from pathlib import Path
 
 import numpy as np
 
-from loadguard.demo import DemoOptions, demo_properties, demo_target_args, elastic_plan
-from loadguard.evaluate.runner import read_jtl
-from loadguard.evaluate.suite_metrics import SKIP_S, violation_share, window_table
-from loadguard.target.process import spawn_target
+from loadguard.lab.demo import DemoOptions, demo_properties, demo_target_args, elastic_plan
+from loadguard.lab.evaluate.runner import read_jtl
+from loadguard.lab.evaluate.suite_metrics import SKIP_S, violation_share, window_table
+from loadguard.lab.target.process import spawn_target
 
 BUDGET = 0.05
 #: The run's --duration counts from the first tick, before JMeter's first sample: this

@@ -25,8 +25,8 @@ from loadguard.actuator.engines import Engine, EngineSet
 from loadguard.jmeter.home import find_jmeter_home, jmeter_command
 from loadguard.jmeter.launch import free_tcp_pair
 from loadguard.jmeter.remote import port_open, start_engine_server
-from loadguard.target.model import build_model
-from loadguard.target.runner import running_target
+from loadguard.lab.target.model import build_model
+from loadguard.lab.target.runner import running_target
 
 PLAN = Path(__file__).resolve().parents[1] / "jmx_templates" / "elastic_plan.jmx"
 MODES: list[tuple[str, list[str]]] = [

@@ -33,7 +33,7 @@ import psutil
 from loadguard.actuator.elastic_timer import rps_to_tpm
 from loadguard.jmeter.home import find_jmeter_home, jmeter_command
 from loadguard.jmeter.launch import free_tcp_pair
-from loadguard.target.process import spawn_target
+from loadguard.lab.target.process import spawn_target
 
 REPO = Path(__file__).resolve().parents[1]
 PLAN = REPO / "jmx_templates" / "elastic_plan.jmx"

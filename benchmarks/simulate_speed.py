@@ -21,11 +21,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from loadguard.lab.simulate.fcfs import FcfsQueue
+from loadguard.lab.simulate.run import simulate
+from loadguard.lab.simulate.scenario import Scenario
+from loadguard.lab.simulate.summary import summarize
 from loadguard.policies import build_policy
-from loadguard.simulate.fcfs import FcfsQueue
-from loadguard.simulate.run import simulate
-from loadguard.simulate.scenario import Scenario
-from loadguard.simulate.summary import summarize
 from loadguard.slo import SloSpec
 
 RATE, DURATION, SERVERS = 200.0, 600.0, 16

@@ -37,8 +37,8 @@ import aiohttp
 import numpy as np
 import psutil
 
-from loadguard.target.pages import BASE, home_page
-from loadguard.target.process import spawn_target
+from loadguard.lab.target.pages import BASE, home_page
+from loadguard.lab.target.process import spawn_target
 
 PATH = BASE + "/"
 

@@ -10,7 +10,7 @@ Printed per rate: achieved rate, measured p95 and error rate, and two references
 achieved rate (the CTT's shared modes space samples by whole ms, round(60000/tpm), so
 offered 150/s runs at 1000/7 = 142.9/s):
 
-* M/M/c analytic p95 (``loadguard.simulate.mmc``): Poisson arrivals -- what λ* assumes;
+* M/M/c analytic p95 (``loadguard.lab.simulate.mmc``): Poisson arrivals -- what λ* assumes;
 * D/M/c simulated p95 (``FcfsQueue``, arrivals exactly 1/λ apart): the CTT's pacing.
 
     .venv/bin/python benchmarks/target_sweep.py
@@ -29,10 +29,10 @@ import numpy as np
 import pandas as pd
 
 from loadguard.jmeter.home import find_jmeter_home, jmeter_command
-from loadguard.simulate import mmc
-from loadguard.simulate.fcfs import FcfsQueue
-from loadguard.target.pages import BASE
-from loadguard.target.process import spawn_target
+from loadguard.lab.simulate import mmc
+from loadguard.lab.simulate.fcfs import FcfsQueue
+from loadguard.lab.target.pages import BASE
+from loadguard.lab.target.process import spawn_target
 
 PLAN = """<?xml version="1.0" encoding="UTF-8"?>
 <jmeterTestPlan version="1.2" properties="5.0" jmeter="5.6.3">

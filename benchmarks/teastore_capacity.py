@@ -13,7 +13,7 @@ top-level samples started after its first ``--settle`` seconds. The sweep stops 
 first step past the collapse (p95 over 4x the SLO or over 10 % errors): TeaStore does
 not recover from one at the same rate, so later steps would measure the collapse.
 
-λ* is ``loadguard.evaluate.lambda_star``'s: the largest achieved rate with p95 <= SLO
+λ* is ``loadguard.lab.evaluate.lambda_star``'s: the largest achieved rate with p95 <= SLO
 and errors <= 1 %, interpolated towards the first failing step. Rates are **samples**
 per second (one sampler of the plan; a redirecting POST is one sample of two HTTP
 requests, so the server sees about 1.5 requests per sample). JMeter runs on the same
@@ -35,11 +35,11 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from loadguard.evaluate.lambda_star import SweepPoint, lambda_star_from_sweep
 from loadguard.jmeter.home import JMeterHome, find_jmeter_home, jmeter_command
-from loadguard.teastore.build import ensure_build
-from loadguard.teastore.runner import TeaStoreOptions, running_teastore
-from loadguard.teastore.source import resolve_source
+from loadguard.lab.evaluate.lambda_star import SweepPoint, lambda_star_from_sweep
+from loadguard.lab.teastore.build import ensure_build
+from loadguard.lab.teastore.runner import TeaStoreOptions, running_teastore
+from loadguard.lab.teastore.source import resolve_source
 
 PLAN = Path(__file__).resolve().parents[1] / "examples" / "teastore" / "teastore-browse.jmx"
 

@@ -56,6 +56,10 @@ class ConfigError(UsageError):
         self.setting = setting
 
 
+class PluginError(LoadGuardError):
+    """A command's ``loadguard.commands`` entry point cannot be loaded (a broken install)."""
+
+
 class JtlError(LoadGuardError):
     """A results file that cannot be read at all (single bad rows are counted, not raised)."""
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loadguard.jmeter.home import JMeterHome
-from loadguard.teastore.source import SOURCE_ENV
+from loadguard.lab.teastore.source import SOURCE_ENV
 
 REPO = Path(__file__).resolve().parents[1]
 

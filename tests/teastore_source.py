@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from loadguard.teastore.source import RELEASE_URL, SOURCE_ENV
+from loadguard.lab.teastore.source import RELEASE_URL, SOURCE_ENV
 
 REQUIRE_ENV = "LOADGUARD_REQUIRE_TEASTORE"
 

@@ -1,26 +1,48 @@
 """The ``loadguard`` command line: a thin click adapter.
 
 Each command group lives in its own module under ``loadguard.cli`` and only parses,
-wires and prints; the work is done by the library. ``main`` maps every
-``LoadGuardError`` to ``error: <one line>`` and its exit code, so no traceback reaches
-a user for bad input. Any other exception is a bug: one line, ``internal error: <type>:
-<message>``, and exit 4 (never 1, which pipelines read as "SLO failed"); ``--debug`` (or
-``LOADGUARD_DEBUG=1``) prints its traceback too. A Ctrl-C that reaches here exits 130
-quietly.
+wires and prints; the work is done by the library. The lab's commands (``demo``,
+``evaluate``, ``simulate``, ``target``, ``teastore``) live in ``loadguard.lab.cli`` and
+arrive through the ``loadguard.commands`` entry points (``loadguard.cli.plugins``), so
+this package never imports the lab. ``main`` maps every ``LoadGuardError`` to ``error:
+<one line>`` and its exit code, so no traceback reaches a user for bad input. Any other
+exception is a bug: one line, ``internal error: <type>: <message>``, and exit 4 (never
+1, which pipelines read as "SLO failed"); ``--debug`` (or ``LOADGUARD_DEBUG=1``) prints
+its traceback too. A Ctrl-C that reaches here exits 130 quietly.
 """
 
 from __future__ import annotations
 
 import sys
 import traceback
+from typing import Any
 
 import click
 
 from loadguard import __version__
+from loadguard.cli import plugins
 from loadguard.errors import INTERNAL_ERROR_EXIT, INTERRUPTED_EXIT, LoadGuardError
 
 
 class LoadGuardGroup(click.Group):
+    #: The commands the ``loadguard.commands`` entry points added (``plugins.register``).
+    plugin_commands: list[str]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.plugin_commands = []
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else ""
+        unknown = name[:1] not in ("", "-") and self.get_command(ctx, name) is None
+        if unknown and not self.plugin_commands:
+            # No entry point at all: the install predates them or lost its metadata.
+            hint = f"no '{plugins.GROUP}' entry point is installed: {plugins.REINSTALL}"
+            raise click.UsageError(f"No such command '{name}' ({hint}).", ctx)
+        return super().resolve_command(ctx, args)
+
     def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
@@ -82,9 +104,6 @@ def _register() -> None:
     from loadguard.cli import jmeter_cmd
 
     cli.add_command(jmeter_cmd.jmeter)
-    from loadguard.cli import target_cmd
-
-    cli.add_command(target_cmd.target)
     from loadguard.cli import report_cmd
 
     cli.add_command(report_cmd.report)
@@ -93,9 +112,6 @@ def _register() -> None:
 
     cli.add_command(sidecar_cmd.attach_cmd)
     cli.add_command(sidecar_cmd.run_cmd)
-    from loadguard.cli import demo_cmd
-
-    cli.add_command(demo_cmd.demo)
     from loadguard.cli import inject_cmd, push_cmd, stop_cmd
 
     cli.add_command(inject_cmd.inject)
@@ -104,21 +120,16 @@ def _register() -> None:
     from loadguard.cli import metrics_cmd
 
     cli.add_command(metrics_cmd.metrics)
-    from loadguard.cli import simulate_cmd
-
-    cli.add_command(simulate_cmd.simulate_cmd)
-    from loadguard.cli import evaluate_cmd
-
-    cli.add_command(evaluate_cmd.evaluate_cmd)
     from loadguard.cli import engines_cmd
 
     cli.add_command(engines_cmd.engines)
-    from loadguard.cli import teastore_cmd
-
-    cli.add_command(teastore_cmd.teastore)
     from loadguard.cli import table_cmd
 
     cli.add_command(table_cmd.options_table)
+    # The lab's commands (demo, evaluate, simulate, target, teastore) and any other
+    # package's: the ``loadguard.commands`` entry points, never a static import.
+    assert isinstance(cli, LoadGuardGroup)
+    cli.plugin_commands = plugins.register(cli)
 
 
 _register()

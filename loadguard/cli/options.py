@@ -20,7 +20,6 @@ from loadguard.durations import format_duration, parse_duration_s
 from loadguard.errors import LoadGuardError
 from loadguard.policies import DEFAULT_POLICY, POLICIES
 from loadguard.slo import parse_rate_rps
-from loadguard.teastore.layout import LAYOUTS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -218,13 +217,6 @@ rebuild_option = click.option(
 )
 
 
-#: The real TeaStore's layout (``loadguard teastore``, ``evaluate --target teastore``).
-layout_option = click.option(
-    "--layout", type=click.Choice(LAYOUTS), default="single", show_default=True,
-    help="TeaStore layout: single: all six services in one Tomcat; per-service: one "
-    "Tomcat (and JVM) per service on its own port, found through the registry.",
-)  # fmt: skip
-
 window_option = click.option(
     "--window", type=DURATION, help="Window length (default: the SLO file's, else 10s)."
 )
@@ -320,22 +312,3 @@ label_options = stack(
     click.option("--labels", metavar="REGEX", help="Only labels matching REGEX."),
     click.option("--exclude-labels", metavar="REGEX", help="Leave out labels matching REGEX."),
 )
-
-#: The queueing target: c workers, a K-deep queue, a service time, capacity changes
-#: (``loadguard target`` serves it, ``loadguard simulate`` simulates it).
-plant_options = stack(
-    click.option("--workers", type=int, default=8, show_default=True, help="c: parallel workers."),
-    click.option(
-        "--queue", type=int, default=100, show_default=True,
-        help="K: wait-queue bound (an arrival beyond it is an error at once).",
-    ),
-    click.option(
-        "--service", type=DURATION, default="50ms", show_default=True,
-        help="Mean service time (shop model: the base its endpoints scale).",
-    ),
-    click.option(
-        "--capacity-change", "changes", multiple=True, metavar="TIME:FACTOR",
-        help="Multiply the workers by FACTOR at TIME, e.g. 120s:0.5 (repeat).",
-    ),
-    seed_option,
-)  # fmt: skip

@@ -20,8 +20,8 @@ import pytest
 
 from loadguard.jmeter.home import JMeterHome, jmeter_command
 from loadguard.jmeter.launch import free_tcp_pair
-from loadguard.target.model import build_model
-from loadguard.target.runner import RunningTarget, running_target
+from loadguard.lab.target.model import build_model
+from loadguard.lab.target.runner import RunningTarget, running_target
 from tests.faults.helpers import PLAN, run_args, sidecar
 from tests.jmeter_runner import jmeter_pids, read_decisions, wait_for
 

@@ -21,8 +21,8 @@ import pytest
 from loadguard.actuator.bsh import BeanShellClient
 from loadguard.actuator.elastic_timer import RATE_PROPERTY, TPM_PER_RPS
 from loadguard.jmeter.home import JMeterHome
-from loadguard.target.model import build_model
-from loadguard.target.runner import RunningTarget, running_target
+from loadguard.lab.target.model import build_model
+from loadguard.lab.target.runner import RunningTarget, running_target
 from tests.faults.helpers import LOADGUARD, TcpProxy, jmeter_engine
 from tests.jmeter_runner import read_decisions, wait_for
 

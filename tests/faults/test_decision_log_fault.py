@@ -22,8 +22,8 @@ import pytest
 
 from loadguard.decisions import COLUMNS, HEADER
 from loadguard.jmeter.home import JMeterHome
-from loadguard.target.model import build_model
-from loadguard.target.runner import RunningTarget, running_target
+from loadguard.lab.target.model import build_model
+from loadguard.lab.target.runner import RunningTarget, running_target
 from tests.faults.helpers import LOADGUARD, jmeter_engine, run_args
 from tests.jmeter_runner import jmeter_pids, kill_jmeters
 

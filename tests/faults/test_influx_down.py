@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from loadguard.jmeter.home import JMeterHome
-from loadguard.target.model import build_model
-from loadguard.target.runner import running_target
+from loadguard.lab.target.model import build_model
+from loadguard.lab.target.runner import running_target
 from tests.faults.helpers import run_args, sidecar
 from tests.jmeter_runner import read_decisions, wait_for
 from tests.servers import InfluxServer, influx_server

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from loadguard.jmeter.home import JMeterHome
-from loadguard.target.model import build_model
-from loadguard.target.runner import RunningTarget, running_target
+from loadguard.lab.target.model import build_model
+from loadguard.lab.target.runner import RunningTarget, running_target
 from tests.faults.helpers import LOADGUARD, run_args, sidecar
 from tests.jmeter_runner import jmeter_pids, read_decisions
 

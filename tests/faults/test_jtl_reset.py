@@ -19,8 +19,8 @@ import pytest
 from loadguard.jmeter.home import JMeterHome, jmeter_command
 from loadguard.jtl.follow import JtlFollower
 from loadguard.jtl.sample import SampleBatch
-from loadguard.target.model import build_model
-from loadguard.target.runner import running_target
+from loadguard.lab.target.model import build_model
+from loadguard.lab.target.runner import running_target
 from loadguard.window import Window
 from tests.faults.helpers import PLAN
 from tests.unit.test_jtl_csv import HEADER, row

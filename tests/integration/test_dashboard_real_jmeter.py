@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 
 from loadguard.jmeter.home import JMeterHome
-from loadguard.target.model import build_model
-from loadguard.target.runner import RunningTarget, running_target
+from loadguard.lab.target.model import build_model
+from loadguard.lab.target.runner import RunningTarget, running_target
 from tests.conftest import PLANS
 
 pytestmark = pytest.mark.jmeter

@@ -32,8 +32,8 @@ from loadguard.jmeter.remote import (
     port_open,
     start_engine_server,
 )
-from loadguard.target.model import build_model
-from loadguard.target.runner import RunningTarget, running_target
+from loadguard.lab.target.model import build_model
+from loadguard.lab.target.runner import RunningTarget, running_target
 from tests.jmeter_runner import read_decisions
 
 pytestmark = pytest.mark.jmeter

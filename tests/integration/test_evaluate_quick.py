@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from loadguard.evaluate.schemes import BY_NAME
+from loadguard.lab.evaluate.schemes import BY_NAME
 from loadguard.policies import DEFAULT_POLICY
 from tests.installed_wheel import QuickEvaluation
 

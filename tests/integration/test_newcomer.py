@@ -29,8 +29,8 @@ import pytest
 
 from loadguard.jmeter.home import JMeterHome, jmeter_command
 from loadguard.jmeter.launch import free_tcp_pair
-from loadguard.target.model import build_model
-from loadguard.target.runner import RunningTarget, running_target
+from loadguard.lab.target.model import build_model
+from loadguard.lab.target.runner import RunningTarget, running_target
 from tests.jmeter_runner import jmeter_pids, kill_jmeters, read_decisions
 
 pytestmark = [pytest.mark.jmeter, pytest.mark.slow]

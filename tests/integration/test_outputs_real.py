@@ -23,10 +23,10 @@ from typing import Any
 import pytest
 
 from loadguard.jmeter.home import JMeterHome
+from loadguard.lab.target.model import build_model
+from loadguard.lab.target.runner import RunningTarget, running_target
 from loadguard.loop import TickResult
 from loadguard.outputs.influx import InfluxSink
-from loadguard.target.model import build_model
-from loadguard.target.runner import RunningTarget, running_target
 from tests.jmeter_runner import read_decisions
 from tests.servers import (
     InfluxServer,

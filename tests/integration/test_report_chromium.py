@@ -40,9 +40,9 @@ import pytest
 from matplotlib import image
 
 from loadguard.jmeter.home import JMeterHome
+from loadguard.lab.target.model import build_model
+from loadguard.lab.target.runner import running_target
 from loadguard.report import render_compare, render_report
-from loadguard.target.model import build_model
-from loadguard.target.runner import running_target
 from tests.conftest import PLANS
 from tests.unit.test_report_render import external_refs
 

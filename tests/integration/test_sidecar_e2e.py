@@ -23,9 +23,9 @@ import pytest
 from loadguard.jmeter.home import JMeterHome, jmeter_command
 from loadguard.jmeter.launch import free_tcp_pair
 from loadguard.jtl.sample import SampleBatch
-from loadguard.simulate.mmc import lambda_star
-from loadguard.target.model import build_model
-from loadguard.target.runner import RunningTarget, running_target
+from loadguard.lab.simulate.mmc import lambda_star
+from loadguard.lab.target.model import build_model
+from loadguard.lab.target.runner import RunningTarget, running_target
 from loadguard.window import Window
 from tests.jmeter_runner import jmeter_pids, read_decisions
 

@@ -16,11 +16,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from loadguard.evaluate.real_plants import RealPlant, select_real
-from loadguard.evaluate.real_suite import RealSuiteConfig, evaluate_real_plant
 from loadguard.jmeter.home import JMeterHome
+from loadguard.lab.evaluate.real_plants import RealPlant, select_real
+from loadguard.lab.evaluate.real_suite import RealSuiteConfig, evaluate_real_plant
+from loadguard.lab.simulate.plants import BY_KEY
 from loadguard.policies import DEFAULT_POLICY
-from loadguard.simulate.plants import BY_KEY
 
 pytestmark = [pytest.mark.jmeter, pytest.mark.slow]
 

@@ -12,11 +12,11 @@ import pytest
 import requests
 
 from loadguard.errors import EngineError
-from loadguard.simulate import mmc
-from loadguard.target.distributions import ServiceDist
-from loadguard.target.model import ENDPOINTS, TargetModel, build_model
-from loadguard.target.process import spawn_target
-from loadguard.target.runner import running_target
+from loadguard.lab.simulate import mmc
+from loadguard.lab.target.distributions import ServiceDist
+from loadguard.lab.target.model import ENDPOINTS, TargetModel, build_model
+from loadguard.lab.target.process import spawn_target
+from loadguard.lab.target.runner import running_target
 
 
 def _const_model(workers: int, queue: int, service_s: float, **kw: float) -> TargetModel:

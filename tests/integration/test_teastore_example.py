@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from loadguard.jmeter.home import JMeterHome, jmeter_command
-from loadguard.target.model import build_model
-from loadguard.target.runner import running_target
+from loadguard.lab.target.model import build_model
+from loadguard.lab.target.runner import running_target
 from tests.jmeter_runner import read_jtl, run_jmeter
 
 pytestmark = pytest.mark.jmeter

@@ -4,10 +4,10 @@ The wheel is built from a copy of exactly its inputs (pyproject.toml, README.md,
 loadguard/) in a temporary folder, so the build cannot see (or write into) the checkout,
 and installed into a fresh virtualenv there (once per session: tests/installed_wheel.py).
 Every command then runs with that folder as its working directory and that virtualenv's
-``loadguard``: ``demo --duration 45s`` (the README's first command, as a newcomer types
-it), ``inject`` on a user's plan, ``evaluate --quick``,
-and ``teastore`` without a source, which must fail in one line saying where TeaStore
-1.4.2's source comes from.
+``loadguard`` (whose lab commands come from the wheel's ``loadguard.commands`` entry
+points): ``demo --duration 45s`` (the README's first command, as a newcomer types it),
+``inject`` on a user's plan, ``evaluate --quick``, and ``teastore`` without a source,
+which must fail in one line saying where TeaStore 1.4.2's source comes from.
 
 Building and installing (the dependencies come from pip's cache or the index) take about
 a minute; the demo about a minute and ``evaluate --quick`` about 2.5 minutes. That quick
@@ -30,8 +30,8 @@ import pandas as pd
 import pytest
 from lxml import etree
 
+from loadguard.lab.teastore.source import RELEASE_URL, SOURCE_ENV
 from loadguard.policies import DEFAULT_POLICY
-from loadguard.teastore.source import RELEASE_URL, SOURCE_ENV
 from tests.installed_wheel import Installed, QuickEvaluation
 from tests.jmeter_runner import jmeter_pids, kill_jmeters, read_decisions
 
@@ -74,6 +74,19 @@ def test_the_installed_package_is_imported_from_the_virtualenv(installed: Instal
         cwd=installed.work, env=installed.env, capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert Path(proc.stdout.strip()).is_relative_to(installed.venv)
+
+
+def test_an_installed_loadguard_finds_the_lab_commands_by_their_entry_points(
+    installed: Installed,
+) -> None:
+    wheel = zipfile.ZipFile(installed.wheel)
+    (name,) = [n for n in wheel.namelist() if n.endswith(".dist-info/entry_points.txt")]
+    assert "[loadguard.commands]" in wheel.read(name).decode()
+    proc = installed.run(["--help"], 60)
+    assert proc.returncode == 0, proc.stderr
+    listed = {line.split()[0] for line in proc.stdout.split("Commands:")[1].splitlines() if line}
+    assert {"demo", "evaluate", "simulate", "target", "teastore"} <= listed
+    assert {"attach", "run", "report"} <= listed
 
 
 def test_an_installed_demo_runs_the_loop_and_writes_its_results(installed: Installed) -> None:

@@ -31,7 +31,7 @@ def test_a_child_gets_its_signal_when_a_killed_parent_dies() -> None:
     parent = textwrap.dedent(
         """
         import signal, subprocess, sys
-        from loadguard.child import die_with_parent
+        from loadguard.lab.child import die_with_parent
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
                                  preexec_fn=die_with_parent(signal.SIGTERM))
         print(child.pid, flush=True)

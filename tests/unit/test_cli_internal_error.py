@@ -25,7 +25,7 @@ def _interrupt(*_args: object, **_kwargs: object) -> object:
 
 
 def test_an_unexpected_exception_is_one_line_and_exit_4(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("loadguard.cli.simulate_cmd.simulate", _boom)
+    monkeypatch.setattr("loadguard.lab.cli.simulate_cmd.simulate", _boom)
     result = CliRunner().invoke(cli, SIM)
     assert result.exit_code == INTERNAL_ERROR_EXIT == 4
     lines = result.stderr.strip().splitlines()
@@ -35,7 +35,7 @@ def test_an_unexpected_exception_is_one_line_and_exit_4(monkeypatch: pytest.Monk
 
 
 def test_debug_shows_the_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("loadguard.cli.simulate_cmd.simulate", _boom)
+    monkeypatch.setattr("loadguard.lab.cli.simulate_cmd.simulate", _boom)
     result = CliRunner().invoke(cli, ["--debug", *SIM])
     assert result.exit_code == INTERNAL_ERROR_EXIT
     assert "Traceback (most recent call last)" in result.stderr
@@ -43,14 +43,14 @@ def test_debug_shows_the_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_loadguard_debug_env_shows_the_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("loadguard.cli.simulate_cmd.simulate", _boom)
+    monkeypatch.setattr("loadguard.lab.cli.simulate_cmd.simulate", _boom)
     result = CliRunner().invoke(cli, SIM, env={"LOADGUARD_DEBUG": "1"})
     assert result.exit_code == INTERNAL_ERROR_EXIT
     assert "Traceback (most recent call last)" in result.stderr
 
 
 def test_ctrl_c_outside_the_loop_exits_130_quietly(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("loadguard.cli.simulate_cmd.simulate", _interrupt)
+    monkeypatch.setattr("loadguard.lab.cli.simulate_cmd.simulate", _interrupt)
     result = CliRunner().invoke(cli, SIM)
     assert result.exit_code == INTERRUPTED_EXIT == 130
     assert result.stderr == ""
@@ -65,7 +65,7 @@ def test_bad_input_is_still_error_exit_2() -> None:
 def test_an_internal_error_in_a_real_process_prints_no_traceback(tmp_path: Path) -> None:
     # The console script's own process: nothing but the one line reaches stderr.
     code = (
-        "import loadguard.cli.simulate_cmd as m\n"
+        "import loadguard.lab.cli.simulate_cmd as m\n"
         "def boom(*a, **k):\n"
         "    raise RuntimeError('broken')\n"
         "m.simulate = boom\n"

@@ -9,9 +9,9 @@ import pytest
 from loadguard.actuator.engines import Engine
 from loadguard.errors import ConfigError, PolicyError, SimulationError, UsageError
 from loadguard.jmeter.remote import parse_remotes
+from loadguard.lab.simulate.scenario import one_change
 from loadguard.policies import parse_params
 from loadguard.sidecar import Paths, SidecarConfig
-from loadguard.simulate.scenario import one_change
 from loadguard.slo import SloSpec
 
 SPEC = SloSpec.from_options(p95="300ms")

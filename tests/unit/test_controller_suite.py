@@ -21,7 +21,7 @@ import pytest
 from click.testing import CliRunner
 
 from loadguard.cli import cli
-from loadguard.evaluate.suite_report import HEAD
+from loadguard.lab.evaluate.suite_report import HEAD
 
 pytestmark = pytest.mark.slow
 

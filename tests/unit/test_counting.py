@@ -12,13 +12,13 @@ from loadguard.capacity import estimate
 from loadguard.evidence import pool
 from loadguard.exceedance import UNKNOWN_DISPERSION, predict, tail, violation_threshold
 from loadguard.jtl.sample import SampleBatch
+from loadguard.lab.simulate.run import simulate
+from loadguard.lab.simulate.scenario import Scenario
+from loadguard.lab.target.distributions import ServiceDist
 from loadguard.ledger import Criterion, ExceedanceLedger, criteria_of
 from loadguard.observation import Action
 from loadguard.policies import build_policy
-from loadguard.simulate.run import simulate
-from loadguard.simulate.scenario import Scenario
 from loadguard.slo import SloSpec
-from loadguard.target.distributions import ServiceDist
 
 P95 = Criterion("p95_ms", 0.05, 250.0)
 

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from loadguard.evaluate.lambda_star import SweepPoint, lambda_star_from_sweep
-from loadguard.evaluate.offered import OfferedSchedule, schedule_from_decisions
-from loadguard.evaluate.run_metrics import run_metrics, steady_cutoff_s
 from loadguard.jtl.sample import SampleBatch
+from loadguard.lab.evaluate.lambda_star import SweepPoint, lambda_star_from_sweep
+from loadguard.lab.evaluate.offered import OfferedSchedule, schedule_from_decisions
+from loadguard.lab.evaluate.run_metrics import run_metrics, steady_cutoff_s
 from loadguard.slo import SloSpec
 
 SPEC = SloSpec.from_options(p95="250ms", error_rate="1%")

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from loadguard.errors import SloSpecError, UsageError
-from loadguard.evaluate import modes
+from loadguard.lab.evaluate import modes
 from loadguard.policies import DEFAULT_POLICY
 
 

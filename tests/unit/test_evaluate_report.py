@@ -11,8 +11,10 @@ from click.testing import CliRunner
 
 from loadguard.cli import cli
 from loadguard.errors import UsageError
-from loadguard.evaluate import markdown
-from loadguard.evaluate.aggregate import (
+from loadguard.jmeter.install import PLUGINS
+from loadguard.jtl.sample import SampleBatch
+from loadguard.lab.evaluate import markdown
+from loadguard.lab.evaluate.aggregate import (
     CSV_COLUMNS,
     aggregate,
     mean_sd,
@@ -21,15 +23,13 @@ from loadguard.evaluate.aggregate import (
     run_row,
     write_runs_csv,
 )
-from loadguard.evaluate.config import EvalConfig
-from loadguard.evaluate.harness import run_order
-from loadguard.evaluate.lambda_star import SweepPoint
-from loadguard.evaluate.offered import OfferedSchedule
-from loadguard.evaluate.run_metrics import run_metrics
-from loadguard.evaluate.runner import RunRecord, read_points, write_points
-from loadguard.evaluate.schemes import SCHEMES, parse_schemes
-from loadguard.jmeter.install import PLUGINS
-from loadguard.jtl.sample import SampleBatch
+from loadguard.lab.evaluate.config import EvalConfig
+from loadguard.lab.evaluate.harness import run_order
+from loadguard.lab.evaluate.lambda_star import SweepPoint
+from loadguard.lab.evaluate.offered import OfferedSchedule
+from loadguard.lab.evaluate.run_metrics import run_metrics
+from loadguard.lab.evaluate.runner import RunRecord, read_points, write_points
+from loadguard.lab.evaluate.schemes import SCHEMES, parse_schemes
 from loadguard.slo import SloSpec
 
 SPEC = SloSpec.from_options(p95="250ms", error_rate="1%")

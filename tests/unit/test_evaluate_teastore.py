@@ -11,10 +11,10 @@ from click.testing import CliRunner
 from lxml import etree
 
 from loadguard.cli import cli
-from loadguard.evaluate import targets as targets_mod
-from loadguard.evaluate.config import EvalConfig, teastore_overrides
-from loadguard.evaluate.schemes import BY_NAME
-from loadguard.evaluate.targets import (
+from loadguard.lab.evaluate import targets as targets_mod
+from loadguard.lab.evaluate.config import EvalConfig, teastore_overrides
+from loadguard.lab.evaluate.schemes import BY_NAME
+from loadguard.lab.evaluate.targets import (
     OpenTarget,
     Targets,
     baseline_plan_for,
@@ -22,9 +22,9 @@ from loadguard.evaluate.targets import (
     elastic_props,
     target_props,
 )
-from loadguard.evaluate.teastore_plans import browse_baseline
+from loadguard.lab.evaluate.teastore_plans import browse_baseline
+from loadguard.lab.teastore.reset import reset_url
 from loadguard.resources import teastore_browse_plan
-from loadguard.teastore.reset import reset_url
 
 BROWSE_PLAN = teastore_browse_plan()
 

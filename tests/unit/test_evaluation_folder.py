@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from loadguard.errors import UsageError
-from loadguard.evaluate.harness import claim_evaluation_folder
+from loadguard.lab.evaluate.harness import claim_evaluation_folder
 
 
 def _earlier(out: Path) -> None:

@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loadguard.errors import SimulationError
-from loadguard.simulate.fcfs import FcfsQueue
-from loadguard.simulate.mmc import response_quantile
+from loadguard.lab.simulate.fcfs import FcfsQueue
+from loadguard.lab.simulate.mmc import response_quantile
 
 
 def _arr(values: list[float]) -> np.ndarray:

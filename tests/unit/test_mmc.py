@@ -7,7 +7,7 @@ import math
 import pytest
 
 from loadguard.errors import SimulationError
-from loadguard.simulate.mmc import erlang_c, lambda_star, response_quantile, response_tail
+from loadguard.lab.simulate.mmc import erlang_c, lambda_star, response_quantile, response_tail
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,8 @@ import pytest
 
 from loadguard import resources
 from loadguard.errors import UsageError
-from loadguard.evaluate.schemes import SCHEMES
 from loadguard.jmx import render_templates
+from loadguard.lab.evaluate.schemes import SCHEMES
 
 PACKAGE = Path(resources.__file__).resolve().parent
 REPO = PACKAGE.parent

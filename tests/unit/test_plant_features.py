@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from loadguard.errors import SimulationError, UsageError
-from loadguard.simulate.fcfs import FcfsQueue, Metastable
-from loadguard.simulate.features import Outage, Warmup
-from loadguard.simulate.plant import Plant
-from loadguard.simulate.plants import PLANTS, select
-from loadguard.simulate.scenario import Scenario, ShopService
-from loadguard.target.model import build_model
+from loadguard.lab.simulate.fcfs import FcfsQueue, Metastable
+from loadguard.lab.simulate.features import Outage, Warmup
+from loadguard.lab.simulate.plant import Plant
+from loadguard.lab.simulate.plants import PLANTS, select
+from loadguard.lab.simulate.scenario import Scenario, ShopService
+from loadguard.lab.target.model import build_model
 
 
 def _arr(values: list[float]) -> np.ndarray:

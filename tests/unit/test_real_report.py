@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from loadguard.evaluate.real_report import BEGIN, END, load, merge, write
+from loadguard.lab.evaluate.real_report import BEGIN, END, load, merge, write
 from tests.unit.test_real_suite import T0, _decisions
 from tests.unit.test_report_render import write_jtl
 

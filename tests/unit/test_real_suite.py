@@ -8,29 +8,29 @@ from pathlib import Path
 
 import pytest
 
-from loadguard.cli.target_cmd import target as target_cmd
 from loadguard.durations import format_duration
-from loadguard.evaluate.lambda_star import SweepPoint
-from loadguard.evaluate.offered import schedule_from_decisions
-from loadguard.evaluate.real_data import (
+from loadguard.lab.cli.target_cmd import target as target_cmd
+from loadguard.lab.evaluate.lambda_star import SweepPoint
+from loadguard.lab.evaluate.offered import schedule_from_decisions
+from loadguard.lab.evaluate.real_data import (
     next_fraction,
     run_data,
     shift_capacity,
     shift_events,
 )
-from loadguard.evaluate.real_plants import (
+from loadguard.lab.evaluate.real_plants import (
     REAL_PLANTS,
     NotReproducible,
     from_suite,
     select_real,
     target_args,
 )
-from loadguard.evaluate.runner import read_jtl
-from loadguard.evaluate.suite_metrics import compute
-from loadguard.simulate.plants import BY_KEY
-from loadguard.simulate.scenario import CapacityChange
-from loadguard.target.distributions import parse_dist
-from loadguard.target.model import ENDPOINTS
+from loadguard.lab.evaluate.runner import read_jtl
+from loadguard.lab.evaluate.suite_metrics import compute
+from loadguard.lab.simulate.plants import BY_KEY
+from loadguard.lab.simulate.scenario import CapacityChange
+from loadguard.lab.target.distributions import parse_dist
+from loadguard.lab.target.model import ENDPOINTS
 from tests.unit.test_report_render import write_jtl
 
 

@@ -13,14 +13,14 @@ import numpy as np
 import pytest
 
 from loadguard.errors import EngineError, UsageError
-from loadguard.evaluate.real_plants import REAL_PLANTS, select_real
-from loadguard.evaluate.suite_metrics import Capacity
 from loadguard.jtl.raw_rows import RawRows
-from loadguard.simulate.plants import PLANTS, select, select_from
-from loadguard.simulate.scenario import ShopService
-from loadguard.simulate.steps import step_value
-from loadguard.target.model import build_model
-from loadguard.target.process import stop_server, wait_ready_line
+from loadguard.lab.evaluate.real_plants import REAL_PLANTS, select_real
+from loadguard.lab.evaluate.suite_metrics import Capacity
+from loadguard.lab.simulate.plants import PLANTS, select, select_from
+from loadguard.lab.simulate.scenario import ShopService
+from loadguard.lab.simulate.steps import step_value
+from loadguard.lab.target.model import build_model
+from loadguard.lab.target.process import stop_server, wait_ready_line
 
 
 def test_step_value_is_the_last_step_started() -> None:

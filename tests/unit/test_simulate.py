@@ -16,13 +16,13 @@ from click.testing import CliRunner
 
 from loadguard.cli import cli
 from loadguard.errors import SimulationError
+from loadguard.lab.simulate.plant import Plant
+from loadguard.lab.simulate.run import simulate
+from loadguard.lab.simulate.scenario import CapacityChange, Scenario
+from loadguard.lab.simulate.summary import summarize
+from loadguard.lab.target.distributions import ServiceDist
 from loadguard.policies import build_policy
-from loadguard.simulate.plant import Plant
-from loadguard.simulate.run import simulate
-from loadguard.simulate.scenario import CapacityChange, Scenario
-from loadguard.simulate.summary import summarize
 from loadguard.slo import SloSpec
-from loadguard.target.distributions import ServiceDist
 
 SPEC = SloSpec.from_options(p95="250ms")
 HALVED = (CapacityChange(300.0, 0.5),)

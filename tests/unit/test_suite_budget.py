@@ -10,11 +10,11 @@ import pytest
 from click.testing import CliRunner
 
 from loadguard.cli import cli
-from loadguard.evaluate import suite
-from loadguard.evaluate.suite import SuiteConfig
-from loadguard.evaluate.suite_metrics import Capacity, Goal
+from loadguard.lab.evaluate import suite
+from loadguard.lab.evaluate.suite import SuiteConfig
+from loadguard.lab.evaluate.suite_metrics import Capacity, Goal
+from loadguard.lab.simulate.plants import BY_KEY, HOLDOUT, PLANTS, select
 from loadguard.policies import build_policy
-from loadguard.simulate.plants import BY_KEY, HOLDOUT, PLANTS, select
 from loadguard.slo import SloSpec
 
 

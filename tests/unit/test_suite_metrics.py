@@ -1,11 +1,11 @@
-"""The plant suite's goal figures (loadguard.evaluate.suite_metrics), on hand-made runs."""
+"""The plant suite's goal figures (loadguard.lab.evaluate.suite_metrics), on hand-made runs."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from loadguard.evaluate.suite_metrics import (
+from loadguard.lab.evaluate.suite_metrics import (
     Capacity,
     Goal,
     RunData,

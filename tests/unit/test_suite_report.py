@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from loadguard.evaluate.suite_metrics import Goal
-from loadguard.evaluate.suite_report import (
+from loadguard.lab.evaluate.suite_metrics import Goal
+from loadguard.lab.evaluate.suite_report import (
     block_key,
     default_of,
     default_out,

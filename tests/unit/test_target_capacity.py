@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from loadguard.simulate import mmc
-from loadguard.target.capacity import estimate_lambda_star, is_analytic, simulated_quantile
-from loadguard.target.model import build_model
+from loadguard.lab.simulate import mmc
+from loadguard.lab.target.capacity import estimate_lambda_star, is_analytic, simulated_quantile
+from loadguard.lab.target.model import build_model
 
 
 @pytest.mark.parametrize(("workers", "service_s", "slo_s"), [(8, 0.05, 0.3), (1, 0.01, 0.1)])

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from loadguard.durations import parse_duration_s
 from loadguard.errors import UsageError
-from loadguard.target.distributions import ServiceDist, parse_dist
+from loadguard.lab.target.distributions import ServiceDist, parse_dist
 
 
 @pytest.mark.parametrize(

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from loadguard.target.distributions import ServiceDist
-from loadguard.target.gate import CapacityGate
-from loadguard.target.model import ENDPOINTS, TargetModel
+from loadguard.lab.target.distributions import ServiceDist
+from loadguard.lab.target.gate import CapacityGate
+from loadguard.lab.target.model import ENDPOINTS, TargetModel
 
 
 def _model(workers: int, queue: int, service_s: float, **kw: float) -> TargetModel:

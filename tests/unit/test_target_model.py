@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from loadguard.errors import UsageError
-from loadguard.target.distributions import ServiceDist
-from loadguard.target.model import BROWSE_MIX, ENDPOINTS, build_model
+from loadguard.lab.target.distributions import ServiceDist
+from loadguard.lab.target.model import BROWSE_MIX, ENDPOINTS, build_model
 
 
 @pytest.mark.parametrize(

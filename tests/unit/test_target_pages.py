@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
-from loadguard.target import pages
+from loadguard.lab.target import pages
 
 EXAMPLE_PLAN = Path(__file__).parents[2] / "examples" / "teastore" / "teastore-browse.jmx"
 

@@ -6,17 +6,17 @@ import numpy as np
 import pytest
 
 from loadguard.errors import UsageError
-from loadguard.simulate.fcfs import Metastable
-from loadguard.simulate.features import (
+from loadguard.lab.simulate.fcfs import Metastable
+from loadguard.lab.simulate.features import (
     Outage,
     Warmup,
     parse_metastable,
     parse_outage,
     parse_warmup,
 )
-from loadguard.target.distributions import ServiceDist
-from loadguard.target.gate import CapacityGate
-from loadguard.target.model import build_model
+from loadguard.lab.target.distributions import ServiceDist
+from loadguard.lab.target.gate import CapacityGate
+from loadguard.lab.target.model import build_model
 
 
 def _gate(**features: object) -> CapacityGate:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from loadguard.target.process import TargetReady, format_ready_line, parse_ready_line
+from loadguard.lab.target.process import TargetReady, format_ready_line, parse_ready_line
 
 
 @pytest.mark.parametrize("lam", [147.965, None])

@@ -1,14 +1,14 @@
-"""loadguard.target.serve: what ``loadguard target`` prints, computed from its model."""
+"""loadguard.lab.target.serve: what ``loadguard target`` prints, computed from its model."""
 
 from __future__ import annotations
 
 import pytest
 
-from loadguard.simulate.mmc import lambda_star
-from loadguard.target.model import build_model
-from loadguard.target.process import parse_ready_line
-from loadguard.target.serve import banner, capacity, ready_line
-from loadguard.target.server import EstimateCache
+from loadguard.lab.simulate.mmc import lambda_star
+from loadguard.lab.target.model import build_model
+from loadguard.lab.target.process import parse_ready_line
+from loadguard.lab.target.serve import banner, capacity, ready_line
+from loadguard.lab.target.server import EstimateCache
 
 
 def test_the_banner_gives_the_analytic_lambda_star_before_and_after_the_change() -> None:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from loadguard.target.session import MAX_CART, Session, valid_login
+from loadguard.lab.target.session import MAX_CART, Session, valid_login
 
 
 @given(

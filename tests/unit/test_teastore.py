@@ -16,19 +16,19 @@ from lxml import etree
 
 from loadguard.cli import cli
 from loadguard.errors import ProvisioningError, UsageError
-from loadguard.teastore import build as tbuild
-from loadguard.teastore.conf import render_context_xml, render_server_xml
-from loadguard.teastore.layout import REGISTRY, SERVICES, WEBUI, TomcatSpec, plan
-from loadguard.teastore.runner import free_port, pick_ports
-from loadguard.teastore.source import (
+from loadguard.lab.teastore import build as tbuild
+from loadguard.lab.teastore.conf import render_context_xml, render_server_xml
+from loadguard.lab.teastore.layout import REGISTRY, SERVICES, WEBUI, TomcatSpec, plan
+from loadguard.lab.teastore.runner import free_port, pick_ports
+from loadguard.lab.teastore.source import (
     RELEASE_URL,
     SOURCE_ENV,
     Source,
     resolve_source,
     source_hash,
 )
-from loadguard.teastore.status import parse_status
-from loadguard.teastore.tomcat import Tomcat, stop_all
+from loadguard.lab.teastore.status import parse_status
+from loadguard.lab.teastore.tomcat import Tomcat, stop_all
 
 
 def _row(name: str, state: str, cls: str = "success") -> str:

@@ -7,11 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from loadguard.evaluate.offered import OfferedSchedule
-from loadguard.evaluate.run_metrics import run_metrics
-from loadguard.evaluate.suite_metrics import violation_share, window_table
 from loadguard.jtl.sample import SampleBatch
-from loadguard.simulate.summary import _violations
+from loadguard.lab.evaluate.offered import OfferedSchedule
+from loadguard.lab.evaluate.run_metrics import run_metrics
+from loadguard.lab.evaluate.suite_metrics import violation_share, window_table
+from loadguard.lab.simulate.summary import _violations
 from loadguard.slo import SloSpec, Threshold
 from loadguard.summary import RunAccumulator, SummaryBuilder
 from loadguard.violations import ANY, ViolationTally, over_limits, share, tumbling_tally

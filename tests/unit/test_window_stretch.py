@@ -59,12 +59,12 @@ def test_stretch_needs_a_longest_window_at_least_the_window() -> None:
 
 
 def test_a_rate_below_min_samples_per_window_is_judged_again_in_the_loop() -> None:
+    from loadguard.lab.simulate.run import simulate
+    from loadguard.lab.simulate.scenario import Scenario
+    from loadguard.lab.target.distributions import ServiceDist
     from loadguard.observation import Action
     from loadguard.policies import build_policy
-    from loadguard.simulate.run import simulate
-    from loadguard.simulate.scenario import Scenario
     from loadguard.slo import SloSpec
-    from loadguard.target.distributions import ServiceDist
 
     # 1 req/s: 10 samples per 10 s window, fewer than min_samples = 20. A fixed window
     # never judges it (HOLD no_data forever); the stretched one does, and the rate rises.

@@ -11,11 +11,11 @@ from click.testing import CliRunner
 
 from loadguard.cli import cli
 from loadguard.jtl.sample import SampleBatch
+from loadguard.lab.simulate.run import SimRun, simulate
+from loadguard.lab.simulate.scenario import Scenario
+from loadguard.lab.simulate.summary import summarize
 from loadguard.observation import Zone
 from loadguard.policies import POLICIES, build_policy
-from loadguard.simulate.run import SimRun, simulate
-from loadguard.simulate.scenario import Scenario
-from loadguard.simulate.summary import summarize
 from loadguard.slo import ZERO_LIMIT_PRESSURE, SloSpec
 from loadguard.window import Window
 
