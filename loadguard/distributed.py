@@ -23,7 +23,7 @@ from pathlib import Path
 
 from loadguard.actuator.elastic_timer import threads_needed
 from loadguard.actuator.fleet import FleetSource
-from loadguard.errors import EngineError, UsageError
+from loadguard.errors import ConfigError, EngineError
 from loadguard.jmeter.launch import free_udp_port
 from loadguard.jmeter.remote import ControllerProcess, ControllerSpec
 from loadguard.jtl.follow import JtlFollower
@@ -35,13 +35,13 @@ log = logging.getLogger(__name__)
 
 def check_fleet_config(cfg: SidecarConfig) -> None:
     if not cfg.remotes:
-        raise UsageError("no --remote engine given")
+        raise ConfigError("remotes.none", "no remote engine given")
     if cfg.dry_run:
-        raise UsageError("--remote needs the engines' BeanShell ports: --dry-run is not supported")
+        raise ConfigError("remotes.dry_run", "needs the engines' BeanShell ports")
     if len(cfg.engines) != len(cfg.remotes):
-        raise UsageError(
-            f"{len(cfg.remotes)} --remote engine(s) but {len(cfg.engines)} --engine port(s): "
-            "give one --engine HOST:BSHPORT per remote engine, in the same order"
+        raise ConfigError(
+            "remotes",
+            f"{len(cfg.remotes)} remote engine(s) but {len(cfg.engines)} BeanShell engine port(s)",
         )
 
 
@@ -88,8 +88,7 @@ class RemoteController:
             if not first.applied:
                 bad = "; ".join(f"{a.engine}: {a.error}" for a in first.acks if not a.ok)
                 raise EngineError(
-                    f"engine(s) not ready, nothing started: {bad} (start each engine with "
-                    "jmeter-server -Jbeanshell.server.port=P and give --engine HOST:P+1)"
+                    f"engine(s) not ready, nothing started: {bad}", setting="engines.not_ready"
                 )
             log.info(
                 "initial shares: %s", ", ".join(f"{k}={v:.3f}" for k, v in fleet.shares.items())

@@ -28,10 +28,15 @@ class LoadGuardError(Exception):
     """Base of every error LoadGuard raises on purpose."""
 
     exit_code: int = 2
+    #: The setting at fault (a configuration field such as ``tick_ms``), or ``None``. The
+    #: library names settings, never command-line flags: the CLI, which knows which flag
+    #: sets which setting (``loadguard.cli.flags``), puts the flag in front of the message.
+    setting: str | None = None
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, setting: str | None = None) -> None:
         # Keep messages to one line: the CLI prints them as ``error: <message>``.
         super().__init__(" ".join(str(message).split()))
+        self.setting = setting
 
     @property
     def message(self) -> str:
@@ -43,17 +48,16 @@ class UsageError(LoadGuardError):
 
 
 class ConfigError(UsageError):
-    """A run configuration the loop cannot run (``sidecar.SidecarConfig``).
+    """A configuration the library cannot run (``SidecarConfig``, ``OutputConfig``, the fleet).
 
     ``setting`` names the configuration field at fault (``tick_ms``, ``remotes``...); the
     message describes the problem in the library's words, naming no command-line flag. The
-    CLI, which knows which flag sets which field, rewrites it into its own one-line message
-    (``--tick: ...``); the exit code stays 2.
+    CLI, which knows which flag sets which field (``loadguard.cli.flags``), rewrites it
+    into its own one-line message (``--tick: ...``); the exit code stays 2.
     """
 
     def __init__(self, setting: str, message: str) -> None:
-        super().__init__(message)
-        self.setting = setting
+        super().__init__(message, setting)
 
 
 class PluginError(LoadGuardError):

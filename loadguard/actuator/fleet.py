@@ -50,7 +50,7 @@ from loadguard.actuator.engine_health import (
 )
 from loadguard.actuator.engine_info import EngineInfo, describe_engines
 from loadguard.actuator.engines import Engine, EngineAck, EngineSet, PushResult
-from loadguard.errors import UsageError
+from loadguard.errors import ConfigError
 from loadguard.jtl.sample import SampleBatch, SampleSource
 from loadguard.stop_reason import StopReason
 
@@ -104,14 +104,14 @@ class FleetActuator(EngineSet):
                 max_workers=MAX_PUSH_WORKERS, thread_name_prefix="loadguard-push"
             )
         if prefixes and len(prefixes) != len(engines):
-            raise UsageError(
-                f"{len(prefixes)} remote engine(s) for {len(engines)} BeanShell engine(s): "
-                "give one --remote entry per --engine, in the same order"
+            raise ConfigError(
+                "remotes",
+                f"{len(prefixes)} remote engine(s) for {len(engines)} BeanShell engine(s)",
             )
         if engine_max_rps is not None and not (
             math.isfinite(engine_max_rps) and engine_max_rps > 0
         ):
-            raise UsageError("--engine-max-rate must be a positive rate")
+            raise ConfigError("engine_max_rate", "must be a positive rate")
         settings = health or HealthSettings()
         if not prefixes:
             settings = replace(settings, track_samples=False)

@@ -21,6 +21,7 @@ import click
 
 from loadguard import __version__
 from loadguard.cli import plugins
+from loadguard.cli.flags import named_by_flag
 from loadguard.errors import INTERNAL_ERROR_EXIT, INTERRUPTED_EXIT, LoadGuardError
 
 
@@ -47,7 +48,7 @@ class LoadGuardGroup(click.Group):
         try:
             return super().invoke(ctx)
         except LoadGuardError as exc:
-            click.echo(f"error: {exc.message}", err=True)
+            click.echo(f"error: {named_by_flag(exc)}", err=True)
             sys.exit(exc.exit_code)
         except click.exceptions.NoArgsIsHelpError:
             raise

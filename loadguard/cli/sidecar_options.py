@@ -4,7 +4,7 @@
 typed ``LoopOptions`` (``opts``) instead of thirty keyword arguments read by string key.
 ``LoopOptions.config`` builds the ``SidecarConfig``, which validates itself; its
 ``ConfigError`` (naming a field, not a flag) is rewritten here with the flag that sets the
-field (``config_errors_named_by_flag``), the one place that knows both.
+field (``config_errors_named_by_flag``, through the one table in ``loadguard.cli.flags``).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import click
 
 from loadguard.actuator.engines import Engine
+from loadguard.cli.flags import named_by_flag
 from loadguard.cli.metrics_cmd import build_format
 from loadguard.cli.options import (
     DURATION,
@@ -47,20 +48,6 @@ from loadguard.slo import SloSpec
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: ``SidecarConfig`` field -> the flag that sets it, and what to do about it (if anything).
-_FLAGS: dict[str, tuple[str, str]] = {
-    "tick_ms": ("--tick", ""),
-    "initial_rate": ("--initial-rate", ""),
-    "auto_stop": ("--auto-stop", ""),
-    "lag_ms": ("--actuation-lag", ""),
-    "policy_params.lag_ms": ("--param lag_ms", "give the actuation lag as --actuation-lag"),
-    "idle_exit_ms": ("--idle-exit", ""),
-    "duration_ms": ("--duration", ""),
-    "engine_max_rate": ("--engine-max-rate", ""),
-    "engine_max_rate.remotes": ("--engine-max-rate", "it needs --remote"),
-    "remotes": ("--remote", "give one --engine HOST:BSHPORT per --remote, in the same order"),
-}
-
 
 @contextlib.contextmanager
 def config_errors_named_by_flag() -> Iterator[None]:
@@ -69,8 +56,7 @@ def config_errors_named_by_flag() -> Iterator[None]:
     try:
         yield
     except ConfigError as exc:
-        flag, hint = _FLAGS.get(exc.setting, (exc.setting, ""))
-        raise UsageError(f"{flag}: {exc.message}" + (f" ({hint})" if hint else "")) from None
+        raise UsageError(named_by_flag(exc)) from None
 
 
 def _ms(seconds: float | None) -> int | None:

@@ -85,8 +85,9 @@ def find_jmeter_home(explicit: str | os.PathLike[str] | None = None) -> JMeterHo
         if _launcher_in(home) is not None:
             return _check(home, "PATH")
     raise JMeterNotFoundError(
-        "no JMeter found (--jmeter-home, JMETER_HOME, cache, PATH): "
-        "run `loadguard jmeter install` to provision JMeter 5.6.3"
+        "no JMeter found (JMETER_HOME, cache, PATH): "
+        "run `loadguard jmeter install` to provision JMeter 5.6.3",
+        setting="jmeter_home",
     )
 
 

@@ -138,9 +138,9 @@ def parse_columns(text: str) -> tuple[str, ...]:
     """``--jtl-columns timeStamp,elapsed,...`` (names as in a JTL header)."""
     columns = tuple(c.strip() for c in text.split(",") if c.strip())
     if not columns:
-        raise JtlError("--jtl-columns is empty")
+        raise JtlError("is empty", setting="jtl_columns")
     if len(set(columns)) != len(columns):
-        raise JtlError("--jtl-columns names a column twice")
+        raise JtlError("names a column twice", setting="jtl_columns")
     return columns
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Protocol
 
-from loadguard.errors import UsageError
+from loadguard.errors import ConfigError, UsageError
 from loadguard.loop import TickResult
 
 log = logging.getLogger(__name__)
@@ -66,11 +66,11 @@ class OutputConfig:
 
     def __post_init__(self) -> None:
         if self.influx_required and self.influx is None:
-            raise UsageError("--influx-required needs --influx URL")
+            raise ConfigError("influx_required", "no InfluxDB URL to require")
         if self.prometheus_port is not None and not 0 <= self.prometheus_port <= 65535:
-            raise UsageError(f"--prometheus-port: must be 0..65535, got {self.prometheus_port}")
+            raise ConfigError("prometheus_port", f"must be 0..65535, got {self.prometheus_port}")
         if self.application is not None and not self.application.strip():
-            raise UsageError("--application: must not be empty")
+            raise ConfigError("application", "must not be empty")
 
     @classmethod
     def load(cls, path: Path | None, **options: Any) -> OutputConfig:
@@ -94,13 +94,14 @@ class OutputConfig:
         try:
             text = self.influx_token_file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(
-                f"--influx-token-file: cannot read {self.influx_token_file}: "
-                f"{getattr(exc, 'strerror', None) or type(exc).__name__}"
+            raise ConfigError(
+                "influx_token_file",
+                f"cannot read {self.influx_token_file}: "
+                f"{getattr(exc, 'strerror', None) or type(exc).__name__}",
             ) from None
         first = text.strip().splitlines()[0].strip() if text.strip() else ""
         if not first:
-            raise UsageError(f"--influx-token-file: {self.influx_token_file} is empty")
+            raise ConfigError("influx_token_file", f"{self.influx_token_file} is empty")
         return first
 
 
@@ -223,13 +224,13 @@ def open_outputs(
             )
         except OutputUnavailable as exc:
             if cfg.influx_required:
-                raise UsageError(f"--influx-required: {exc}") from None
+                raise ConfigError("influx_required", str(exc)) from None
             log.warning("influx: %s; the run goes on without it", exc)
             unavailable["influx"] = str(exc)
         else:
             if influx.check_error is not None and cfg.influx_required:
                 influx.close_now()
-                raise UsageError(f"--influx-required: {influx.check_error}")
+                raise ConfigError("influx_required", influx.check_error)
             sinks.append(influx)
     if cfg.prometheus_port is not None:
         from loadguard.outputs.prometheus import PrometheusSink

@@ -33,7 +33,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import requests
 
-from loadguard.errors import UsageError
+from loadguard.errors import ConfigError
 from loadguard.loop import TickResult
 
 log = logging.getLogger(__name__)
@@ -211,9 +211,9 @@ class InfluxTarget:
         parts = urlsplit(url.strip())
         query = parse_qsl(parts.query, keep_blank_values=True)
         if parts.password is not None or any(k in ("p", "password", "token") for k, _ in query):
-            raise UsageError(
-                "--influx: a password or token in the URL is refused (it would show in "
-                "the process list); give it in $LOADGUARD_INFLUX_TOKEN or --influx-token-file"
+            raise ConfigError(
+                "influx.credentials",
+                "a password or token in the URL is refused: it would show in the process list",
             )
         host = parts.hostname or ""
         port = parts.port if _port_ok(parts) else None

@@ -92,8 +92,8 @@ GUARD_DEFAULTS: dict[str, float | None] = {
 }
 
 
-#: Guard knobs that have their own command-line option, so ``--param`` refuses them.
-OPTION_KNOBS = {"lag_ms": "--actuation-lag"}
+#: Guard knobs that have a setting of their own, so the policy parameters refuse them.
+OPTION_KNOBS = frozenset({"lag_ms"})
 
 
 def parse_params(items: list[str] | tuple[str, ...]) -> dict[str, str]:
@@ -105,7 +105,8 @@ def parse_params(items: list[str] | tuple[str, ...]) -> dict[str, str]:
             raise PolicyError(f"bad policy parameter {item!r}: expected KEY=VALUE")
         if key.strip() in OPTION_KNOBS:
             raise PolicyError(
-                f"--param {key.strip()}: give it as {OPTION_KNOBS[key.strip()]} (one name per knob)"
+                "has a setting of its own: one name per knob",
+                setting=f"policy_params.{key.strip()}",
             )
         out[key.strip()] = value.strip()
     return out

@@ -232,13 +232,13 @@ def digest_jtl(
     if (frame := seconds.frame()) is not None:
         digest.per_second = frame
     if digest.overall.count == 0:
-        hint = ""
         if digest.malformed_rows and digest.source == "csv":
-            hint = (
-                f" ({digest.malformed_rows:,} malformed rows; give the JTL's format with "
-                "--jmeter-properties or --jtl-columns)"
+            raise ReportError(
+                f"{path}: the JTL holds no usable sample "
+                f"({digest.malformed_rows:,} malformed rows)",
+                setting="jtl_format",
             )
-        raise ReportError(f"{path}: the JTL holds no usable sample{hint}")
+        raise ReportError(f"{path}: the JTL holds no usable sample")
     return digest
 
 

@@ -75,7 +75,7 @@ def resolve_run(
         else:
             raise ReportError(f"{run}: no such run directory or decision log")
     if decisions is None:
-        raise ReportError("give a run directory or --decisions decisions.csv")
+        raise ReportError("no run directory and no decision log given", setting="decisions")
     return RunPaths(
         decisions=_must_exist(decisions, "decision log"),
         jtl=None if jtl is None else _must_exist(jtl, "JTL"),

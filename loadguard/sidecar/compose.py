@@ -59,7 +59,7 @@ def _actuator(cfg: SidecarConfig) -> Actuator:
     if cfg.dry_run:
         return DryRunActuator()
     if not cfg.engines:
-        raise EngineError("no engine to push to: give --engine HOST:PORT or --dry-run")
+        raise EngineError("no engine to push to", setting="engines")
     return EngineSet(cfg.engines, timeout_s=cfg.push_timeout_s)
 
 

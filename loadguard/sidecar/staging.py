@@ -19,7 +19,7 @@ from pathlib import Path
 
 import psutil
 
-from loadguard.errors import UsageError
+from loadguard.errors import ConfigError, UsageError
 from loadguard.jmeter.home import JMeterHome
 from loadguard.sidecar.config import Paths, SidecarConfig
 
@@ -55,10 +55,7 @@ def claim_run_folder(run: RunPlan, paths: Paths) -> None:
         return
     if not run.force:
         names = ", ".join(p.name for p in earlier)
-        raise UsageError(
-            f"{run.out_dir} already holds a run ({names}): give another --out, "
-            "or --force to replace it"
-        )
+        raise ConfigError("out_dir", f"{run.out_dir} already holds a run: {names}")
     for p in (
         paths.jtl,
         paths.decisions,

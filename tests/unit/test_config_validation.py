@@ -56,8 +56,9 @@ def test_a_bad_config_raises_a_config_error_naming_the_field_not_a_flag(
 
 
 def test_param_refuses_a_knob_that_has_its_own_option() -> None:
-    with pytest.raises(PolicyError, match="--actuation-lag"):
+    with pytest.raises(PolicyError, match="has a setting of its own") as refused:
         parse_params(["lag_ms=500"])
+    assert refused.value.setting == "policy_params.lag_ms"  # the CLI: --actuation-lag
     assert parse_params(["step=5"]) == {"step": "5"}
 
 
