@@ -33,6 +33,11 @@ SETTING_FLAGS: dict[str, tuple[str, str]] = {
         "start each engine with jmeter-server -Jbeanshell.server.port=P and give --engine HOST:P+1",
     ),
     "out_dir": ("", "give another --out, or --force to replace it"),
+    # -J beanshell.server.* (or after --): the key is the message's first word already
+    "properties.beanshell": (
+        "",
+        "start JMeter yourself and use `loadguard attach` for another console",
+    ),
     # OutputConfig (loadguard.outputs)
     "influx_required": ("--influx-required", "give --influx URL"),
     "prometheus_port": ("--prometheus-port", ""),

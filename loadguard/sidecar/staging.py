@@ -19,7 +19,7 @@ from pathlib import Path
 
 import psutil
 
-from loadguard.errors import ConfigError, UsageError
+from loadguard.errors import ConfigError
 from loadguard.jmeter.home import JMeterHome
 from loadguard.sidecar.config import Paths, SidecarConfig
 
@@ -149,8 +149,8 @@ def refuse_bsh_override(run: RunPlan) -> None:
         if a.startswith(("-Jbeanshell.server.", "--jmeterproperty=beanshell.server."))
     ]
     if overridden:
-        raise UsageError(
-            f"{overridden[0].split('=', 1)[0]}: loadguard run sets beanshell.server.* itself "
-            "(a console on 127.0.0.1 only; see docs/security.md); start JMeter yourself and "
-            "use `loadguard attach` for another console"
+        raise ConfigError(
+            "properties.beanshell",
+            f"{overridden[0].split('=', 1)[0]}: loadguard run sets beanshell.server.* itself"
+            ": a console on 127.0.0.1 only, see docs/security.md",
         )

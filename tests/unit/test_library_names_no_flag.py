@@ -176,3 +176,13 @@ def test_the_engine_errors_keep_their_exit_code_and_gain_the_flag() -> None:
     assert named_by_flag(no_engine.value) == (
         "--engine: no engine to push to (give --engine HOST:PORT or --dry-run)"
     )
+
+
+def test_a_user_beanshell_property_is_refused_pointing_at_attach(tmp_path: Path) -> None:
+    run = ["run", str(PLAN), "--p95", "1s", "--out", str(tmp_path / "o")]
+    assert _error([*run, "-J", "beanshell.server.port=9000"]) == (
+        2,
+        "error: beanshell.server.port: loadguard run sets beanshell.server.* itself: a console "
+        "on 127.0.0.1 only, see docs/security.md "
+        "(start JMeter yourself and use `loadguard attach` for another console)",
+    )
