@@ -49,6 +49,8 @@ SETTING_FLAGS: dict[str, tuple[str, str]] = {
     ),
     # the JTL's format (loadguard.jtl.columns, loadguard.report.jtl_digest)
     "jtl_columns": ("--jtl-columns", ""),
+    "labels": ("--labels", ""),
+    "exclude_labels": ("--exclude-labels", ""),
     "jtl_format": ("", "give the JTL's format with --jmeter-properties or --jtl-columns"),
     # report (loadguard.report.run_inputs)
     "decisions": ("", "give a run directory or --decisions decisions.csv"),

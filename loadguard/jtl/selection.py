@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from loadguard.errors import UsageError
+from loadguard.errors import ConfigError
 from loadguard.jtl.raw_rows import BOOL, SUBRESULT_LABEL, RawRows
 from loadguard.jtl.sample import SampleBatch
 
@@ -52,8 +52,8 @@ class RowSelector:
         exclude_labels: str | None = None,
     ) -> None:
         self.transactions = transactions
-        self._include = _regex("--labels", labels)
-        self._exclude = _regex("--exclude-labels", exclude_labels)
+        self._include = _regex("labels", labels)
+        self._exclude = _regex("exclude_labels", exclude_labels)
         self._label_ok: dict[str, bool] = {}
         # Per thread: (label of its last row, label of that row's top-level parent).
         self._last: dict[str, tuple[str, str]] = {}
@@ -221,10 +221,10 @@ class RowSelector:
         return rows.to_batch(keep)
 
 
-def _regex(option: str, pattern: str | None) -> re.Pattern[str] | None:
+def _regex(setting: str, pattern: str | None) -> re.Pattern[str] | None:
     if not pattern:
         return None
     try:
         return re.compile(pattern)
     except re.error as exc:
-        raise UsageError(f"{option}: bad regular expression {pattern!r}: {exc}") from None
+        raise ConfigError(setting, f"bad regular expression {pattern!r}: {exc}") from None

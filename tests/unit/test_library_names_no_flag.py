@@ -186,3 +186,8 @@ def test_a_user_beanshell_property_is_refused_pointing_at_attach(tmp_path: Path)
         "on 127.0.0.1 only, see docs/security.md "
         "(start JMeter yourself and use `loadguard attach` for another console)",
     )
+
+
+def test_a_bad_label_regex_names_its_flag(tmp_path: Path) -> None:
+    code, message = _error(["metrics", _jtl(tmp_path), "--exclude-labels", "("])
+    assert code == 2 and message.startswith("error: --exclude-labels: bad regular expression '('")
