@@ -227,8 +227,13 @@ class KneePolicy:
             return hold(obs, rate, "draining", phase=self.phase, delivered_rps=delivered)
         if not raised and delivered >= (1.0 - self.shortfall) * rate:
             # Served as fast as offered (no queue growing at this rate): one window's
-            # breach is evidence for the tracking mean, not a verdict on its own.
-            return self._track(obs, rate, pressure, self.setpoint(), reason)
+            # breach is evidence for the tracking mean, not a verdict on its own; but
+            # never a rise (a BREACH whose pressure is under the setpoint -- a label's
+            # breach, an error SLO -- would otherwise track upward).
+            tracked = self._track(obs, rate, pressure, self.setpoint(), reason)
+            if tracked.new_rate > rate:
+                return hold(obs, rate, reason, **tracked.detail)
+            return tracked
         step = max(
             math.log(self.max_down),
             min(math.log(self.breach_min_cut), -self.k_breach * math.log(pressure)),

@@ -99,6 +99,7 @@ def test_knee_breach_at_a_served_rate_is_evidence_for_the_mean_not_a_verdict() -
     d = p.decide(obs(1.05, wall_ms=131_000, offered=rate))
     assert d.reason == "breach"
     assert float(d.detail["windows"]) > 1.0  # averaged with the windows before it
+    assert d.new_rate <= rate  # evidence, but a BREACH never raises the rate
 
 
 def test_knee_does_not_rise_past_the_ceiling() -> None:
