@@ -265,13 +265,10 @@ class BudgetPolicy:
             if self.drain_target is not None and rate > self.drain_target * (1 + 1e-9):
                 # a cut clamped by the largest step: go on down to the drain's rate
                 return self._move(obs, rate, self.drain_target, "delivery")
-            cur = view.current()
             if (
                 obs.zone is Zone.BREACH
                 and x is not None
-                and cur is not None
-                and view.delivered_at_ms is not None
-                and view.delivered_at_ms - view.part_ms >= cur.from_ms
+                and self._whole_bin(view)
                 and x - rate < self._backlog(obs, x) / (self.window_ms / 1000.0)
             ):
                 # a whole bin at the drain's rate empties the queue (Little's law: Q =
@@ -373,6 +370,13 @@ class BudgetPolicy:
         j = ev.binding()
         return j is not None and ev.predictions[j].exceed >= 5
 
+    @staticmethod
+    def _whole_bin(view: LedgerView) -> bool:
+        """The delivered rate's bin lies wholly under the rate in force."""
+        cur = view.current()
+        at = view.delivered_at_ms
+        return cur is not None and at is not None and at - view.part_ms >= cur.from_ms
+
     def _overloaded(self, view: LedgerView, rate: float) -> bool:
         """A queue grows: the delivered rate over the last quarter, fully under the rate
         in force, is below :math:`r (1 - 3/\\sqrt{r w})` (three Poisson sigmas)."""
@@ -384,8 +388,7 @@ class BudgetPolicy:
         # after a cut, completions of what the higher rate sent only add to X, so a
         # bin that straddles the change still shows a shortfall
         cut = len(view.epochs) > 1 and view.epochs[-2].rate > cur.rate
-        whole = view.delivered_at_ms - view.part_ms >= cur.from_ms
-        return (whole or cut) and x < rate * (1.0 - noise)
+        return (self._whole_bin(view) or cut) and x < rate * (1.0 - noise)
 
     def _delivery_cut(
         self, obs: Observation, view: LedgerView, rate: float, detail: dict[str, float | str]
@@ -436,12 +439,9 @@ class BudgetPolicy:
 
     def _stalled(self, view: LedgerView, rate: float) -> bool:
         x = view.delivered_rps
-        cur = view.current()
         return (
             x is not None
-            and cur is not None
-            and view.delivered_at_ms is not None
-            and view.delivered_at_ms - view.part_ms >= cur.from_ms
+            and self._whole_bin(view)
             and x < rate / self.ramp_factor**2
             and self.min_mean_ms is not None
         )
