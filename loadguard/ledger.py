@@ -146,6 +146,9 @@ class LedgerView:
     #: the current epoch's completion bins (length w, from a T_max after it began):
     #: all completions, then per criterion (counted, over), as the SLO's windows key them
     completions: I64 = field(default_factory=lambda: np.zeros((0, 1), np.int64))
+    #: the mean response time (ms) of the delivered rate's bin: what Little's law needs
+    #: of the queue now (the window's mean lags it by up to a window)
+    delivered_mean_ms: float | None = None
 
     def current(self) -> EpochView | None:
         return self.epochs[-1] if self.epochs else None
@@ -179,6 +182,9 @@ class ExceedanceLedger:
         self._patterns = [None if c.pattern is None else re.compile(c.pattern) for c in criteria]
         self._origin: int | None = None
         self._bins: dict[int, int] = {}
+        #: summed elapsed (ms) of the successful completions per bin: the bin's mean
+        #: response time, for the backlog by Little's law
+        self._bin_elapsed: dict[int, int] = {}
         #: per completion bin: all completions, then each criterion's (counted, over)
         self._cbins: dict[int, I64] = {}
         self.watermark_ms: int | None = None
@@ -214,9 +220,12 @@ class ExceedanceLedger:
         # completions by completion time, for the delivered rate
         assert self._origin is not None
         ok_end = end[batch.success]
-        bins, counts = np.unique((ok_end - self._origin) // self.part_ms, return_counts=True)
-        for b, c in zip(bins.tolist(), counts.tolist(), strict=True):
+        ok_bin = (ok_end - self._origin) // self.part_ms
+        bins, where, counts = np.unique(ok_bin, return_inverse=True, return_counts=True)
+        sums = np.bincount(where, weights=elapsed[batch.success], minlength=len(bins))
+        for b, c, e in zip(bins.tolist(), counts.tolist(), sums.tolist(), strict=True):
             self._bins[b] = self._bins.get(b, 0) + c
+            self._bin_elapsed[b] = self._bin_elapsed.get(b, 0) + int(e)
         froms = np.array([e.from_ms for e in self._epochs], np.int64)
         which = np.maximum(np.searchsorted(froms, start, side="right") - 1, 0)
         counted = np.ones((len(batch), len(self.criteria)), np.int64)
@@ -281,7 +290,7 @@ class ExceedanceLedger:
                 # window more than every threshold; the view no longer changes
                 self._frozen[i] = view
             epochs.append(view)
-        delivered, at = self._delivered(wall_ms)
+        delivered, at, delivered_mean = self._delivered(wall_ms)
         completions = np.zeros((0, 1 + 2 * len(self.criteria)), np.int64)
         if epochs and self._origin is not None and self.watermark_ms is not None:
             # the completion bins wholly inside the current epoch, a T_max after it began
@@ -303,18 +312,22 @@ class ExceedanceLedger:
             at,
             self.watermark_ms,
             completions,
+            delivered_mean,
         )
 
-    def _delivered(self, wall_ms: int) -> tuple[float | None, int | None]:
+    def _delivered(self, wall_ms: int) -> tuple[float | None, int | None, float | None]:
         """Completions per second over the last completion bin that has ended (by the
-        newest completion seen), and that bin's end."""
+        newest completion seen), that bin's end, and its completions' mean response
+        time (None when it holds none)."""
         if self._origin is None or self.watermark_ms is None:
-            return None, None
+            return None, None, None
         last = (self.watermark_ms - self._origin) // self.part_ms - 1
         if last < 0:
-            return None, None
+            return None, None, None
         count = self._bins.get(int(last), 0)
-        return count / (self.part_ms / 1000.0), int(self._origin + (last + 1) * self.part_ms)
+        mean = self._bin_elapsed.get(int(last), 0) / count if count else None
+        end = int(self._origin + (last + 1) * self.part_ms)
+        return count / (self.part_ms / 1000.0), end, mean
 
     def by_rate(self, wall_ms: int) -> list[tuple[float, I64]]:
         """Every mature sub-window row, grouped by rate (ascending): for the capacity
