@@ -56,11 +56,15 @@ than ρ. A share of 0 counts as half a sample (:math:`q \ge 1/(2N)`).
 
 **No creep on a timer.** The ceiling is lifted only on evidence that the headroom changed:
 at the rate held below c, the upper bound of the recent share (the last two windows'
-worth of quarters) has fallen below the lower bound of the first share measured there by
-more than c was over budget, :math:`\ln q_{lo,ref} - \ln q_{hi,recent} > \ln(q_c/q_B(c))`
-(the curve fell by more than the margin: a service that warmed up, an outage that
-ended); or the latency distribution shifted down, the reference's median now above the
-recent p75 (a warm-up at a low rate, where counts over T are too few). The probe that
+worth of quarters) has fallen below the lower bound of the first whole window's share
+measured there by more than c was over budget,
+:math:`\ln q_{lo,ref} - \ln q_{hi,recent} > \ln(q_c/q_B(c))` (the curve fell by more
+than the margin: a service that warmed up, an outage that ended; a reference with no
+exceedance has a lower bound of 0 and shows no fall); or the latency distribution
+shifted down, the reference's median now above the recent p75 (a warm-up at a low rate,
+where counts over T are too few). Near the knee a quiet spell after a busy reference
+window can pass that test on a stationary plant; what bounds the cost of such a lift is
+the probe that follows it. The probe that
 follows a lift goes at most two resolutions past the old ceiling (a lift on noise costs
 one small probe). A lift, a delivery cut and the end of a drain reset the evidence
 (older samples described another plant).
@@ -77,7 +81,8 @@ significantly above its idle share. The p95 moves long before the count over T d
 from then on (and once any rate was over budget) the slow start is over: a rise needs
 the upper bound over a whole window, as near a ceiling, and steps by at most
 :math:`\sqrt{ρ}`. A lifted ceiling restarts the slow start's evidence rules (the plant
-changed) but keeps the half steps (a knee was there).
+changed) up to the probe past the old ceiling, in half steps (a knee was there); past
+it, each half step waits for a whole window of evidence.
 
 Parameters: ``budget`` B and ``window_ms`` W come from the SLO (``--violation-budget``,
 ``--window``), ``lag_ms`` L from the actuation lag; ``confidence`` (0.9) is that of the
@@ -139,6 +144,8 @@ class BudgetPolicy:
     knee_seen: bool = field(default=False, init=False)
     #: a ceiling was lifted (the headroom changed): the climb goes in half steps
     relifted: bool = field(default=False, init=False)
+    #: the probe past a lifted ceiling was reached: a rise waits for a whole window
+    past_lift: bool = field(default=False, init=False)
     drain_until_ms: int | None = field(default=None, init=False)
     min_mean_ms: float | None = field(default=None, init=False)
 
@@ -269,11 +276,12 @@ class BudgetPolicy:
                 obs.zone is Zone.BREACH
                 and x is not None
                 and self._whole_bin(view)
-                and x - rate < self._backlog(obs, x) / (self.window_ms / 1000.0)
+                and x - rate + rate * noise < self._backlog(obs, x) / (self.window_ms / 1000.0)
             ):
                 # a whole bin at the drain's rate empties the queue (Little's law: Q =
-                # X (R - R_0)) slower than within a window, or not at all: the delivered
-                # rate the cut came from was not the capacity; cut again from this one
+                # X (R - R_0)) slower than within a window, or not at all, by more than
+                # the bin's count noise (three Poisson sigmas): the delivered rate the
+                # cut came from was not the capacity; cut again from this one
                 return self._delivery_cut(obs, view, rate, {})
             if now < self.drain_until_ms or (
                 draining and now < self.drain_until_ms + 2 * self.window_ms
@@ -307,7 +315,7 @@ class BudgetPolicy:
                 self.reference = None
                 # the plant changed: what was known of its knee is stale (the slow
                 # start's evidence rules again), but a knee was there: half steps
-                self.knee_seen, self.relifted = False, True
+                self.knee_seen, self.relifted, self.past_lift = False, True, False
                 cur = view.current()
                 self.since_ms = cur.from_ms if cur is not None else self.since_ms
                 return hold(obs, rate, "ceiling_lifted", **detail)
@@ -338,7 +346,7 @@ class BudgetPolicy:
         # queue there builds over seconds); far below it (the latency distribution still
         # the idle one) one mature quarter holding ``min_samples`` decides: the queue is
         # short and relaxes within milliseconds.
-        needed = 1 if far else PARTS
+        needed = 1 if far and not self.past_lift else PARTS
         if within < self.budget and ev.subwindows < needed:
             return hold(obs, rate, "evidence", **detail)
         if within < self.budget and self._growing(view, rate):
@@ -414,9 +422,13 @@ class BudgetPolicy:
         )  # fmt: skip
 
     def _backlog(self, obs: Observation, x: float) -> float:
-        """Little's law: the requests queued, :math:`Q = X (R - R_0)`, R the window's mean
-        response time, :math:`R_0` the lowest seen."""
-        mean = obs.stats.overall.mean_ms
+        """Little's law: the requests queued, :math:`Q = X (R - R_0)`, R the mean response
+        time of the delivered rate's bin (the window's when it has none: the window's
+        lags the queue by up to a window), :math:`R_0` the lowest window mean seen."""
+        view = obs.ledger
+        mean = view.delivered_mean_ms if view is not None else None
+        if mean is None:
+            mean = obs.stats.overall.mean_ms
         if mean is None or self.min_mean_ms is None:
             return 0.0
         return x * max(0.0, mean - self.min_mean_ms) / 1000.0
@@ -585,11 +597,16 @@ class BudgetPolicy:
             half = self.knee_seen or self.relifted
             target = rate * (math.sqrt(self.ramp_factor) if half else self.ramp_factor)
             if self.lifted is not None:
-                # the probe past the old ceiling goes two resolutions past it; once it
-                # holds within budget there, the climb is free again
+                # up to the old ceiling the climb is the slow start's (the plant got
+                # faster: the way there is known); the probe past it goes two
+                # resolutions past it, and from there on each half step waits for a
+                # whole window (the queue near a knee builds over seconds): a lift on
+                # noise costs one small probe, not a slow-start step into the old knee
                 cap = self.lifted * (1.0 + 2.0 * self._resolution(self.lifted))
                 if rate >= cap * (1 - 1e-9):
                     self.lifted = None
+                    self.past_lift = True
+                    return hold(obs, rate, "evidence", **detail)
                 else:
                     target = min(target, cap)
             below = [(r, q) for r, q, _n in curve if r < rate * (1 - 1e-9)]
@@ -612,28 +629,39 @@ class BudgetPolicy:
         """The plant got faster at the rate held below the ceiling. Either the exceedance
         curve fell by more than the ceiling was over budget (the recent share's upper
         bound below the reference's lower bound by the ceiling's margin; the reference:
-        the first evidence at this rate after the ceiling was set), or the latency
+        the first whole window held below the ceiling after it was set, kept while the
+        rate is at or above the reference's), or the latency
         distribution shifted down: the reference's median is now above the recent p75
         (upper bound of the recent share over it < 25 %, from the histogram). Counts over
         T are too few at a low rate to show a warm-up; the median shows it in tens of
         samples, and moves by noise far less than from p50 to p75."""
         if self.ceiling is None or self.ceiling_margin is None:
             return False
-        q_ref = max(ev.predictions[j].q_lo, 0.5 / ev.samples)
-        if self.reference is None or not same_rate(self.reference[0], rate):
+        # the reference's lower bound, over a whole window at this rate: the floor
+        # 0.5/N of a share of 0 is no lower bound (a few hundred samples early on
+        # would make any later quiet pair of windows look like a fall)
+        q_ref = ev.predictions[j].q_lo
+        # kept while the rate rises: at a higher rate a stationary plant's exceedance
+        # and latencies can only be higher, so a fall against a reference taken lower
+        # down is still a change of the plant (a warm-up that ends during the climb)
+        if self.reference is None or rate < self.reference[0] * (1 - 1e-9):
+            if ev.subwindows < PARTS:
+                return False
             blocks = self._blocks(view, rate, self.since_ms)
             hist = histogram(blocks, view.hist_col, self.window_ms)
             n = int(hist.sum())
-            median = int(np.argmax(np.cumsum(hist) >= n / 2)) if n else 0
             self.reference = (rate, q_ref)
-            self.reference_median = median
+            self.reference_median = int(np.argmax(np.cumsum(hist) >= n / 2)) if n else 0
             return False
         recent = self._recent(view, rate)
         if recent.samples == 0 or j >= len(recent.predictions):
             return False
         p = recent.predictions[j]
         q_recent = max(p.q_hi, 0.5 / p.samples)
-        if math.log(self.reference[1]) - math.log(q_recent) > self.ceiling_margin:
+        if (
+            self.reference[1] > 0.0
+            and math.log(self.reference[1]) - math.log(q_recent) > self.ceiling_margin
+        ):
             return True
         cur = view.current()
         if cur is None or self.reference_median is None:

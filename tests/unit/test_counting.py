@@ -89,6 +89,25 @@ def test_a_backlog_sent_earlier_never_counts_against_a_new_rate() -> None:
     assert new.rate == 20.0 and int(new.rows[:, 3].sum()) == 0
 
 
+def test_the_delivered_bin_carries_its_completions_mean_response_time() -> None:
+    ledger = ExceedanceLedger((P95,), window_ms=10_000, lag_ms=1000)
+    ledger.rate_in_force(10.0, 0)
+    # bins of 2.5 s by completion: 100+900 and 1500+500 end in bin 0 (1000, 2000 ms);
+    # the 4000 ms start ends at 4100, bin 1; a failure never counts as delivered
+    ledger.add(SampleBatch.of([100, 1500, 1000, 4000], [900, 500, 50, 100],
+                              [True, True, False, True], ["a"] * 4))  # fmt: skip
+    ledger.add(_batch([5000], [100]))  # the watermark at 5100: bin 1 (2.5-5 s) ended
+    view = ledger.view(5100)
+    assert view.delivered_rps == pytest.approx(1 / 2.5)
+    assert view.delivered_mean_ms == pytest.approx(100.0)
+    early = ExceedanceLedger((P95,), window_ms=10_000, lag_ms=1000)
+    early.rate_in_force(10.0, 0)
+    early.add(SampleBatch.of([100, 1500, 1000, 2600], [900, 500, 50, 10],
+                             [True, True, False, True], ["a"] * 4))  # fmt: skip
+    # the watermark at 2610 closes bin 0: two successes, mean (900 + 500) / 2
+    assert early.view(2610).delivered_mean_ms == pytest.approx(700.0)
+
+
 def test_evidence_pools_every_window_sent_at_one_rate() -> None:
     rows = [np.array([[100, 50, 100, 3], [100, 50, 100, 2]], np.int64)] * 3
     ev = pool(rows, (P95,), rate=40.0, window_ms=10_000)
@@ -120,6 +139,54 @@ def test_past_capacity_the_budget_policy_cuts_below_the_delivered_rate() -> None
     delivered = float(cuts[0].detail["delivered_rps"])
     # the largest step (x0.5) may clamp the first cut; the next goes below the delivery
     assert delivered < 170.0 and len(cuts) >= 2 and cuts[1].new_rate < delivered
+
+
+def test_a_drained_queue_is_not_cut_again_after_capacity_halves() -> None:
+    # 8 servers become 4 at 120 s (80 req/s). The drain cuts from the delivered rate;
+    # once the queue is gone the delivered rate is the rate sent, which is no shortfall:
+    # the old rule cut again on that noise, down to 41 and then 29 req/s
+    import dataclasses
+
+    from loadguard.lab.simulate.plants import BY_KEY
+
+    plant = BY_KEY["halves"]
+    spec = dataclasses.replace(plant.spec(), violation_budget=0.05)
+    scenario = plant.with_run(240, 102)
+    run = simulate(scenario, spec, build_policy("budget", spec, lag_ms=2000))
+    after = [t.decision.new_rate for t in run.ticks if t.t_s >= 140.0]
+    assert after and min(after) >= 80.0 / 2.0
+
+
+def test_a_known_knee_is_never_probed_again_by_a_slow_start_step() -> None:
+    # the shop plant (lambda* ~ 160 req/s) is stationary: once its knee has cost a cut,
+    # a lifted ceiling (on a quiet spell) may cost one small probe past it, never a
+    # slow-start step (x sqrt 2 from there: 240 req/s, a full queue and errors)
+    import dataclasses
+
+    from loadguard.lab.simulate.plants import BY_KEY
+
+    plant = BY_KEY["shop"]
+    spec = dataclasses.replace(plant.spec(), violation_budget=0.05)
+    run = simulate(plant.with_run(600, 102), spec, build_policy("budget", spec, lag_ms=2000))
+    first_cut = next(i for i, t in enumerate(run.ticks) if t.decision.reason == "delivery")
+    later = [t.decision.new_rate for t in run.ticks[first_cut:]]
+    assert max(later) < 1.2 * 160.0
+
+
+def test_a_ceiling_set_while_the_service_was_cold_is_lifted_once_it_warms() -> None:
+    # the warm-up plant's service is 3x slower at first and warm after 90 s (lambda*
+    # then ~ 154 req/s); the slow start meets the cold knee near 80 req/s, and the
+    # warm-up ends while the policy climbs back below that ceiling
+    import dataclasses
+
+    from loadguard.lab.simulate.plants import BY_KEY
+
+    plant = BY_KEY["warmup"]
+    spec = dataclasses.replace(plant.spec(), violation_budget=0.05)
+    run = simulate(plant.with_run(400, 101), spec, build_policy("budget", spec, lag_ms=2000))
+    assert any(t.decision.reason == "ceiling_lifted" for t in run.ticks)
+    late = [t.decision.new_rate for t in run.ticks if t.t_s >= 250.0]
+    assert min(late) > 0.8 * 154.0
 
 
 def test_a_run_that_never_reaches_the_knee_gives_a_lower_bound() -> None:
