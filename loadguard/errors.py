@@ -9,7 +9,7 @@ Exit codes (a public contract, documented under "Exit codes" in docs/decision-lo
 * 2 -- bad usage or bad input (``UsageError`` and every input error);
 * 3 -- JMeter or an engine failed (``EngineError`` and its children);
 * 5 -- the SLO held but the knee was never reached: ``INCONCLUSIVE`` (a verdict, returned
-  by ``run``/``attach`` like 0 and 1; ``loadguard.summary.INCONCLUSIVE_EXIT``);
+  by ``run``/``attach`` like 0 and 1, and by ``demo``; ``loadguard.summary.INCONCLUSIVE_EXIT``);
 * 4 -- an internal error: any other exception (a bug). The CLI prints one line,
   ``internal error: <type>: <message>`` (``--debug`` adds the traceback); ``run`` and
   ``attach`` still write the summary and the decision log first;

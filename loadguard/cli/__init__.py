@@ -13,8 +13,10 @@ its traceback too. A Ctrl-C that reaches here exits 130 quietly.
 
 from __future__ import annotations
 
+import importlib
 import sys
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -26,12 +28,36 @@ from loadguard.errors import INTERNAL_ERROR_EXIT, INTERRUPTED_EXIT, LoadGuardErr
 
 
 class LoadGuardGroup(click.Group):
+    """The ``loadguard`` group: its commands are imported when first asked for.
+
+    ``add_lazy(name, loader)`` registers a command by name; ``get_command`` imports it
+    (``loader()``) the first time it is resolved and keeps it in ``commands``, so
+    ``loadguard target`` imports the target's modules and not the report's matplotlib
+    or the sidecar's pandas. ``--help`` and ``subcommands`` load every command."""
+
     #: The commands the ``loadguard.commands`` entry points added (``plugins.register``).
     plugin_commands: list[str]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.plugin_commands = []
+        self._lazy: dict[str, Callable[[], click.Command]] = {}
+
+    def add_lazy(self, name: str, loader: Callable[[], click.Command]) -> None:
+        self._lazy[name] = loader
+
+    def known(self, name: str) -> bool:
+        """A command of that name is registered, loaded or not."""
+        return name in self.commands or name in self._lazy
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(self.commands) | set(self._lazy))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        loader = self._lazy.pop(cmd_name, None)
+        if loader is not None:
+            self.add_command(loader(), cmd_name)
+        return self.commands.get(cmd_name)
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]
@@ -100,36 +126,47 @@ def cli(debug: bool) -> None:
     """
 
 
+def subcommands(group: click.Group) -> dict[str, click.Command]:
+    """Every command of ``group`` by name, each loaded (the options table, the CLI's tests)."""
+    ctx = click.Context(group)
+    found = {name: group.get_command(ctx, name) for name in group.list_commands(ctx)}
+    return {name: cmd for name, cmd in found.items() if cmd is not None}
+
+
+#: The product's commands: name -> ``module:attribute`` of its click command, imported
+#: only when the command is resolved (``LoadGuardGroup.get_command``).
+PRODUCT_COMMANDS: dict[str, str] = {
+    "attach": "loadguard.cli.sidecar_cmd:attach_cmd",
+    "compare": "loadguard.cli.report_cmd:compare",
+    "engines": "loadguard.cli.engines_cmd:engines",
+    "inject": "loadguard.cli.inject_cmd:inject",
+    "jmeter": "loadguard.cli.jmeter_cmd:jmeter",
+    "metrics": "loadguard.cli.metrics_cmd:metrics",
+    "options-table": "loadguard.cli.table_cmd:options_table",
+    "push": "loadguard.cli.push_cmd:push",
+    "report": "loadguard.cli.report_cmd:report",
+    "run": "loadguard.cli.sidecar_cmd:run_cmd",
+    "stop": "loadguard.cli.stop_cmd:stop",
+}
+
+
+def _importer(target: str) -> Callable[[], click.Command]:
+    module, _, attr = target.partition(":")
+
+    def load() -> click.Command:
+        command = getattr(importlib.import_module(module), attr)
+        assert isinstance(command, click.Command), target
+        return command
+
+    return load
+
+
 def _register() -> None:
-    # One line per command module; each module defines a click command or group.
-    from loadguard.cli import jmeter_cmd
-
-    cli.add_command(jmeter_cmd.jmeter)
-    from loadguard.cli import report_cmd
-
-    cli.add_command(report_cmd.report)
-    cli.add_command(report_cmd.compare)
-    from loadguard.cli import sidecar_cmd
-
-    cli.add_command(sidecar_cmd.attach_cmd)
-    cli.add_command(sidecar_cmd.run_cmd)
-    from loadguard.cli import inject_cmd, push_cmd, stop_cmd
-
-    cli.add_command(inject_cmd.inject)
-    cli.add_command(push_cmd.push)
-    cli.add_command(stop_cmd.stop)
-    from loadguard.cli import metrics_cmd
-
-    cli.add_command(metrics_cmd.metrics)
-    from loadguard.cli import engines_cmd
-
-    cli.add_command(engines_cmd.engines)
-    from loadguard.cli import table_cmd
-
-    cli.add_command(table_cmd.options_table)
+    assert isinstance(cli, LoadGuardGroup)
+    for name, target in PRODUCT_COMMANDS.items():
+        cli.add_lazy(name, _importer(target))
     # The lab's commands (demo, evaluate, simulate, target, teastore) and any other
     # package's: the ``loadguard.commands`` entry points, never a static import.
-    assert isinstance(cli, LoadGuardGroup)
     cli.plugin_commands = plugins.register(cli)
 
 

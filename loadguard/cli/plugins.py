@@ -4,8 +4,9 @@ The product registers its own commands in ``loadguard.cli``. The lab's (``demo``
 ``evaluate``, ``simulate``, ``target``, ``teastore``) are declared in pyproject.toml as
 entry points of the group ``loadguard.commands`` (``name = "module:click_command"``) and
 read here with importlib.metadata when the CLI starts, so the product never imports
-``loadguard.lab``. The metadata is written by the install: ``make install`` (or ``pip
-install -e .``) writes it again after pyproject.toml changes.
+``loadguard.lab``; a command's module is imported only when that command is resolved
+(``loadguard.cli.LoadGuardGroup``). The metadata is written by the install: ``make
+install`` (or ``pip install -e .``) writes it again after pyproject.toml changes.
 
 Nothing here can stop the product's own commands from working:
 
@@ -20,8 +21,10 @@ Nothing here can stop the product's own commands from working:
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any
+from typing import Any, Protocol
 
 import click
 
@@ -74,12 +77,21 @@ def broken(ep: EntryPoint, why: str) -> click.Command:
     )
 
 
-def register(group: click.Group, eps: list[EntryPoint] | None = None) -> list[str]:
-    """Add each entry point's command to ``group``; the names added."""
+class LazyGroup(Protocol):
+    """What ``register`` needs of a group (``loadguard.cli.LoadGuardGroup``)."""
+
+    def known(self, name: str) -> bool: ...
+
+    def add_lazy(self, name: str, loader: Callable[[], click.Command]) -> None: ...
+
+
+def register(group: LazyGroup, eps: list[EntryPoint] | None = None) -> list[str]:
+    """Add each entry point's command to ``group``, to be loaded (``load``) when it is
+    first resolved; the names added."""
     added = []
     for ep in installed() if eps is None else eps:
-        if ep.name in group.commands:
+        if group.known(ep.name):
             continue
-        group.add_command(load(ep), ep.name)
+        group.add_lazy(ep.name, functools.partial(load, ep))
         added.append(ep.name)
     return added

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from loadguard.cli import subcommands
 from loadguard.cli.options import DurationType, RateType
 
 COMMAND = "loadguard options-table > docs/cli.md"
@@ -57,7 +58,7 @@ def _commands(cmd: click.Command, path: str) -> list[tuple[str, click.Command]]:
         return [(path, cmd)]
     return [
         leaf
-        for name, sub in sorted(cmd.commands.items())
+        for name, sub in sorted(subcommands(cmd).items())
         if not sub.hidden
         for leaf in _commands(sub, f"{path} {name}")
     ]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from loadguard.cli import LoadGuardGroup, cli, plugins
+from loadguard.cli import LoadGuardGroup, cli, plugins, subcommands
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 LAB_COMMANDS = {"demo", "evaluate", "simulate", "target", "teastore"}
@@ -45,7 +45,7 @@ def test_the_lab_commands_are_the_entry_points_and_live_in_the_lab() -> None:
     assert all(value.startswith("loadguard.lab.cli.") for value in declared.values())
     assert set(cli.plugin_commands) == LAB_COMMANDS
     for ep in plugins.installed():
-        assert cli.commands[ep.name] is ep.load()
+        assert subcommands(cli)[ep.name] is ep.load()
 
 
 def test_an_entry_point_whose_module_is_missing_answers_in_one_line() -> None:
@@ -69,10 +69,11 @@ def test_an_entry_point_that_is_not_a_click_command_is_refused() -> None:
 
 def test_an_entry_point_cannot_replace_a_product_command() -> None:
     group = LoadGuardGroup("loadguard")
-    group.add_command(cli.commands["push"])
+    push = subcommands(cli)["push"]
+    group.add_command(push)
     ep = EntryPoint("push", "loadguard.lab.cli.demo_cmd:demo", plugins.GROUP)
     assert plugins.register(group, [ep]) == []
-    assert group.commands["push"] is cli.commands["push"]
+    assert subcommands(group)["push"] is push
 
 
 def test_with_no_entry_point_installed_an_unknown_command_says_to_reinstall() -> None:

@@ -13,7 +13,7 @@ from collections import defaultdict
 import click
 import pytest
 
-from loadguard.cli import cli
+from loadguard.cli import cli, subcommands
 from loadguard.cli.options import DURATION, DurationType
 
 #: Attributes allowed to differ for an option name, and why. Keep this list short.
@@ -43,7 +43,7 @@ def _commands() -> list[tuple[str, click.Command]]:
     def walk(cmd: click.Command, path: str) -> None:
         out.append((path, cmd))
         if isinstance(cmd, click.Group):
-            for name, sub in sorted(cmd.commands.items()):
+            for name, sub in sorted(subcommands(cmd).items()):
                 walk(sub, f"{path} {name}")
 
     walk(cli, "loadguard")

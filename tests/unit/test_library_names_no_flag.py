@@ -16,7 +16,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from loadguard.cli import cli
+from loadguard.cli import cli, subcommands
 from loadguard.cli.flags import SETTING_FLAGS, named_by_flag
 from loadguard.errors import EngineError, LoadGuardError
 from loadguard.sidecar import Paths, SidecarConfig
@@ -31,7 +31,7 @@ def cli_flags(command: click.Command = cli) -> frozenset[str]:
     """Every ``--long`` option name of ``command`` and the commands under it."""
     names = {o for p in command.params for o in (*p.opts, *p.secondary_opts) if o[:2] == "--"}
     if isinstance(command, click.Group):
-        for sub in command.commands.values():
+        for sub in subcommands(command).values():
             names |= cli_flags(sub)
     return frozenset(names)
 

@@ -24,6 +24,7 @@ from loadguard.cli.sidecar_cmd import headline_line
 from loadguard.durations import Seconds, format_duration
 from loadguard.lab.demo import DemoOptions, run_demo
 from loadguard.sidecar import Paths
+from loadguard.summary import INCONCLUSIVE_EXIT
 
 #: The demo's SLO when none is given (the paper's scenario).
 DEFAULT_P95 = DemoOptions.p95
@@ -56,6 +57,10 @@ def demo(
     p95 <= 250 ms). The SLO is --p95 (default 250ms) and --error-rate (default 1%).
     Leaves --out (default results/<timestamp>/) with results.jtl, decisions.csv,
     summary.json, report.html, jmeter.log and JMeter's own dashboard/.
+
+    Exit code: 0 when the loop ran (PASS or FAIL, shown in the verdict line), 5 when
+    the verdict is INCONCLUSIVE (a --duration too short to reach the knee), 3 when
+    JMeter or the target failed.
 
     \b
     Example:
@@ -93,5 +98,13 @@ def demo(
     if result.dashboard:
         click.echo(result.dashboard)
     click.echo(headline_line(result.outcome, Paths.in_dir(result.out_dir)))
-    # The demo succeeded when the loop ran; the SLO verdict is reported above.
-    sys.exit(3 if result.outcome.exit_code == 3 else 0)
+    sys.exit(demo_exit_code(result.outcome.exit_code))
+
+
+def demo_exit_code(run_exit: int) -> int:
+    """The demo's exit code from the loop's (``loop.exit_code_for``): 3 (JMeter or an
+    engine failed) and 5 (INCONCLUSIVE: the knee was not reached, e.g. a run too short
+    to climb to it) as ``run`` exits; 0 for PASS and for FAIL, since the demo target is
+    driven past its knee on purpose and a FAIL there is the demo working, reported in
+    the verdict line."""
+    return run_exit if run_exit in (3, INCONCLUSIVE_EXIT) else 0
