@@ -189,6 +189,14 @@ def test_a_ceiling_set_while_the_service_was_cold_is_lifted_once_it_warms() -> N
     assert min(late) > 0.8 * 154.0
 
 
+def test_the_slow_start_stops_doubling_when_the_median_moves_at_a_knee() -> None:
+    # M/M/8 (lambda* ~ 144, capacity 160 req/s): after 80 -> 160 the first quarter at
+    # 160 has a queue most samples wait in, not yet one that reaches the p95 tail; the
+    # old watcher saw only the tail and doubled to 320 req/s (errors from a full queue)
+    run = simulate(_mm8(120.0, seed=2), SPEC, build_policy("budget", SPEC, lag_ms=2000))
+    assert max(t.decision.new_rate for t in run.ticks) < 2 * 144.0
+
+
 def test_a_run_that_never_reaches_the_knee_gives_a_lower_bound() -> None:
     run = simulate(_mm8(40.0), SPEC, build_policy("knee", SPEC, lag_ms=2000))
     assert run.ledger is not None
