@@ -146,6 +146,17 @@ def test_series_has_one_point_per_step_with_tumbling_marks() -> None:
     assert all(p.offered_rps == pytest.approx(20.0) for p in points)
 
 
+def test_every_series_point_counts_the_samples_of_its_own_window() -> None:
+    # The tumbling tally walks a window to the run's end first; the series must not
+    # meet that window's evictions (it plotted 0/s until the last window).
+    batch = steady_run(30, 20)
+    _, points = run_metrics(batch, SPEC, OfferedSchedule.constant(20.0), 30.0, 15.0)
+    end = batch.end_ms - T0
+    expected = [int(((end > p.t_s * 1000 - 10_000) & (end <= p.t_s * 1000)).sum()) for p in points]
+    assert [p.count for p in points] == expected
+    assert min(expected) >= 199
+
+
 def test_empty_jtl_is_an_error() -> None:
     with pytest.raises(ValueError, match="no samples"):
         run_metrics(SampleBatch.empty(), SPEC, OfferedSchedule.constant(1.0), 30.0, 15.0)

@@ -89,6 +89,18 @@ def test_no_chart_once_the_run_folders_are_gone(tmp_path: Path) -> None:
     assert "![mm8]" not in doc.read_text() and not (tmp_path / "doc" / "mm8.png").exists()
 
 
+def test_a_chart_left_by_an_earlier_write_stays_linked_once_the_run_folders_are_gone(
+    tmp_path: Path,
+) -> None:
+    doc = tmp_path / "controller-jmeter.md"
+    write(_data(_run_folder(tmp_path / "runs" / "gradient-1")), doc)
+    png = tmp_path / "controller-jmeter" / "mm8.png"
+    drawn = png.read_bytes()
+    write(_data(tmp_path / "gone"), doc)  # a later invocation, this plant's folders elsewhere
+    assert "![mm8](controller-jmeter/mm8.png)" in doc.read_text()
+    assert png.read_bytes() == drawn
+
+
 def test_a_later_invocation_replaces_its_plants_and_keeps_the_others(tmp_path: Path) -> None:
     old = _data(tmp_path / "gone")
     for plant in old["plants"]:  # type: ignore[attr-defined]

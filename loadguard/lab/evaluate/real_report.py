@@ -201,7 +201,10 @@ def data_dir(doc: Path) -> Path:
 
 
 def write(data: dict[str, Any], doc: Path) -> Path:
-    """The JSON, a chart per plant whose run folders exist, and the block in ``doc``."""
+    """The JSON, a chart per plant whose run folders exist, and the block in ``doc``.
+
+    A plant whose run folders are gone keeps the chart an earlier ``write`` left beside
+    ``doc`` (a later invocation keeps the other plants' rows, and their charts with them)."""
     out = data_dir(doc)
     out.mkdir(parents=True, exist_ok=True)
     json_path = out / "suite.json"
@@ -210,7 +213,10 @@ def write(data: dict[str, Any], doc: Path) -> Path:
     for plant in data["plants"]:
         if plant["not_run"]:
             continue
-        png = chart(plant, plant["duration_s"], out / f"{plant['key']}.png")
+        path = out / f"{plant['key']}.png"
+        png = chart(plant, plant["duration_s"], path)
+        if png is None and path.exists():
+            png = path
         if png is not None:
             charts[plant["key"]] = f"{out.name}/{png.name}"
     splice(doc, markdown(data, charts))

@@ -109,12 +109,16 @@ def run_metrics(
     started = int(np.searchsorted(starts, t0 + duration_ms, side="left"))
     offered_count = offered.count(t0, t0 + duration_ms)
 
+    # Window.stats(now) evicts what ends before now - W, so the tumbling tally and the
+    # sliding series each walk their own window from t0.
+    tumbling_window = Window(window_ms, by_label=False)
+    tumbling_window.add(batch.select(counted))
     window = Window(window_ms, by_label=False)
     window.add(batch.select(counted))
     points: list[WindowPoint] = []
     tally = ViolationTally(spec.min_samples)
     compliant_ok = 0
-    for obs in tumbling_observations(spec, window, t0, duration_ms // window_ms):
+    for obs in tumbling_observations(spec, tumbling_window, t0, duration_ms // window_ms):
         if tally.add_observation(obs) and obs.zone is not Zone.BREACH:
             compliant_ok += round(obs.stats.overall.ok_rps * window_ms / 1000.0)
     step = SERIES_STEP_MS if window_ms % SERIES_STEP_MS == 0 else window_ms
