@@ -148,6 +148,9 @@ class XmlStreamDecoder:
         self.illegal_chars = 0
         self.transaction_labels: set[str] = set()
         self._buf = b""
+        #: ``</testResults>`` was read: what follows is ignored, in this chunk or later
+        #: ones (a file read in one piece and one read as it grows give the same rows)
+        self._ended = False
         #: The top level's indentation, from the first sample element (column 0 till then).
         self._indent: bytes | None = None
         self._top_start, self._top_end = _top_level(b"")
@@ -203,6 +206,7 @@ class XmlStreamDecoder:
                 self._bad("not a sample element", gap.strip())
             if doc_end is not None and doc_end.start() == limit:
                 pos = len(buf)  # the end of the document: nothing after it matters
+                self._ended = True
                 break
             if m is None:
                 # Keep trailing blanks: they may be the indentation of an element whose
@@ -344,11 +348,15 @@ class XmlStreamDecoder:
         return RawRows.from_records(rows)
 
     def feed(self, data: bytes) -> list[RawRows]:
+        if self._ended:
+            return []
         if data:
             self._buf += data
         rows = self._parse(self._blocks(final=False))
         return [rows] if len(rows) else []
 
     def finish(self) -> list[RawRows]:
+        if self._ended:
+            return []
         rows = self._parse(self._blocks(final=True))
         return [rows] if len(rows) else []

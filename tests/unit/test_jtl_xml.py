@@ -98,6 +98,16 @@ def test_element_still_being_written_is_held() -> None:
     assert sum(len(p) for p in rest) == 4
 
 
+def test_nothing_after_the_document_end_counts_wherever_the_file_is_cut() -> None:
+    # a second document appended after </testResults> (hypothesis found it): read in
+    # one piece it was ignored, read as the file grew its rows counted
+    doc = DOC.rstrip(b"\n") + PROLOG + sample(4, 2000, "late").encode() + b"</testResults>\n"
+    whole, _ = decode(doc)
+    cut = doc.index(b"</testResults>") + len(b"</testResults>")
+    grown, _ = decode(doc, [cut])
+    assert grown == whole and "late" not in [r[3] for r in whole]
+
+
 def test_garbage_and_bad_attributes_are_counted_not_fatal() -> None:
     data = (
         PROLOG
