@@ -3,6 +3,7 @@ the budget policy's delivery cut, the capacity interval and the INCONCLUSIVE ver
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -12,7 +13,8 @@ from loadguard.capacity import estimate
 from loadguard.evidence import pool
 from loadguard.exceedance import UNKNOWN_DISPERSION, predict, tail, violation_threshold
 from loadguard.jtl.sample import SampleBatch
-from loadguard.lab.simulate.run import simulate
+from loadguard.lab.simulate.plants import BY_KEY
+from loadguard.lab.simulate.run import SimRun, simulate
 from loadguard.lab.simulate.scenario import Scenario
 from loadguard.lab.target.distributions import ServiceDist
 from loadguard.ledger import Criterion, ExceedanceLedger, criteria_of
@@ -131,6 +133,14 @@ def _mm8(duration: float, start: float = 5.0, seed: int = 1) -> Scenario:
 SPEC = SloSpec.from_options(p95="250ms", error_rate="1%")
 
 
+def _suite_run(key: str, duration_s: float, seed: int) -> SimRun:
+    """The budget policy on a suite plant at B = 5 %, as the suite runs it."""
+    plant = BY_KEY[key]
+    spec = dataclasses.replace(plant.spec(), violation_budget=0.05)
+    policy = build_policy("budget", spec, lag_ms=2000)
+    return simulate(plant.with_run(duration_s, seed), spec, policy)
+
+
 def test_past_capacity_the_budget_policy_cuts_below_the_delivered_rate() -> None:
     # 320 req/s on a plant that serves 160: the first verdict is a delivery cut
     run = simulate(_mm8(40.0, start=320.0), SPEC, build_policy("budget", SPEC, lag_ms=2000))
@@ -145,14 +155,7 @@ def test_a_drained_queue_is_not_cut_again_after_capacity_halves() -> None:
     # 8 servers become 4 at 120 s (80 req/s). The drain cuts from the delivered rate;
     # once the queue is gone the delivered rate is the rate sent, which is no shortfall:
     # the old rule cut again on that noise, down to 41 and then 29 req/s
-    import dataclasses
-
-    from loadguard.lab.simulate.plants import BY_KEY
-
-    plant = BY_KEY["halves"]
-    spec = dataclasses.replace(plant.spec(), violation_budget=0.05)
-    scenario = plant.with_run(240, 102)
-    run = simulate(scenario, spec, build_policy("budget", spec, lag_ms=2000))
+    run = _suite_run("halves", 240, 102)
     after = [t.decision.new_rate for t in run.ticks if t.t_s >= 140.0]
     assert after and min(after) >= 80.0 / 2.0
 
@@ -161,13 +164,7 @@ def test_a_known_knee_is_never_probed_again_by_a_slow_start_step() -> None:
     # the shop plant (lambda* ~ 160 req/s) is stationary: once its knee has cost a cut,
     # a lifted ceiling (on a quiet spell) may cost one small probe past it, never a
     # slow-start step (x sqrt 2 from there: 240 req/s, a full queue and errors)
-    import dataclasses
-
-    from loadguard.lab.simulate.plants import BY_KEY
-
-    plant = BY_KEY["shop"]
-    spec = dataclasses.replace(plant.spec(), violation_budget=0.05)
-    run = simulate(plant.with_run(600, 102), spec, build_policy("budget", spec, lag_ms=2000))
+    run = _suite_run("shop", 600, 102)
     first_cut = next(i for i, t in enumerate(run.ticks) if t.decision.reason == "delivery")
     later = [t.decision.new_rate for t in run.ticks[first_cut:]]
     assert max(later) < 1.2 * 160.0
@@ -177,13 +174,7 @@ def test_a_ceiling_set_while_the_service_was_cold_is_lifted_once_it_warms() -> N
     # the warm-up plant's service is 3x slower at first and warm after 90 s (lambda*
     # then ~ 154 req/s); the slow start meets the cold knee near 80 req/s, and the
     # warm-up ends while the policy climbs back below that ceiling
-    import dataclasses
-
-    from loadguard.lab.simulate.plants import BY_KEY
-
-    plant = BY_KEY["warmup"]
-    spec = dataclasses.replace(plant.spec(), violation_budget=0.05)
-    run = simulate(plant.with_run(400, 101), spec, build_policy("budget", spec, lag_ms=2000))
+    run = _suite_run("warmup", 400, 101)
     assert any(t.decision.reason == "ceiling_lifted" for t in run.ticks)
     late = [t.decision.new_rate for t in run.ticks if t.t_s >= 250.0]
     assert min(late) > 0.8 * 154.0
