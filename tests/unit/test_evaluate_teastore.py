@@ -13,6 +13,7 @@ from lxml import etree
 from loadguard.cli import cli
 from loadguard.lab.evaluate import targets as targets_mod
 from loadguard.lab.evaluate.config import EvalConfig, teastore_overrides
+from loadguard.lab.evaluate.runner import baseline_props
 from loadguard.lab.evaluate.schemes import BY_NAME
 from loadguard.lab.evaluate.targets import (
     OpenTarget,
@@ -89,6 +90,17 @@ def test_quick_teastore_shares_one_instance_and_a_full_run_does_not(tmp_path: Pa
     quick = EvalConfig.quick_config(tmp_path, **teastore_overrides("single", True, {}))
     full = EvalConfig(out_dir=tmp_path, **teastore_overrides("single", False, {}))  # type: ignore[arg-type]
     assert quick.share_target and not full.share_target
+
+
+def test_quick_teastore_floods_get_the_elastic_plans_threads_so_they_drain_fast(
+    tmp_path: Path,
+) -> None:
+    quick = EvalConfig.quick_config(tmp_path, **teastore_overrides("single", True, {}))
+    full = EvalConfig(out_dir=tmp_path, **teastore_overrides("single", False, {}))  # type: ignore[arg-type]
+    props = baseline_props(quick, 8080)
+    assert props["ffa.limit"] == props["tst.max"] == str(quick.elastic_threads) == "100"
+    assert "ffa.limit" not in baseline_props(full, 8080)  # a full run keeps the plans' 1000
+    assert "ffa.limit" not in baseline_props(EvalConfig.quick_config(tmp_path), 8080)
 
 
 def _counting_open(opened: list[int]) -> Callable[[EvalConfig, int], Iterator[OpenTarget]]:

@@ -173,6 +173,7 @@ def _setup(cfg: EvalConfig) -> str:
         instances=instances,
         samplers=samplers,
         arrivals=f"{cfg.stress_rps / samplers:g}",
+        baseline_threads=cfg.baseline_threads or 1000,
     )
 
 

@@ -154,6 +154,16 @@ def _run_fixed_plan(
     return jtl, code
 
 
+def baseline_props(cfg: EvalConfig, port: int) -> dict[str, str]:
+    """A flood's JMeter properties: its target, its length (10 s past the run's, so the
+    profile never ends first) and, when ``cfg.baseline_threads`` is set, its thread cap
+    (the plans read ``ffa.limit`` and ``tst.max``)."""
+    props = target_props(cfg, port) | {"duration": str(int(cfg.duration_s) + 10)}
+    if cfg.baseline_threads is not None:
+        props["ffa.limit"] = props["tst.max"] = str(cfg.baseline_threads)
+    return props
+
+
 def run_scheme(
     cfg: EvalConfig,
     scheme: Scheme,
@@ -180,7 +190,7 @@ def run_scheme(
         ready_ms = target.ready_ms
         props = target_props(cfg, target.port)
         if scheme.kind == "baseline":
-            props["duration"] = str(int(d) + 10)
+            props = baseline_props(cfg, target.port)
             baseline = baseline_plan_for(cfg, scheme, run_dir)
             jtl, _code = _run_fixed_plan(home, baseline, run_dir, props, d)
             offered = OfferedSchedule.constant(cfg.stress_rps)
