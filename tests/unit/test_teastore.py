@@ -86,6 +86,15 @@ def test_server_xml_listens_on_loopback_with_max_threads_and_no_shutdown_port() 
     assert root.find(".//Valve") is None
 
 
+def test_server_xml_binds_the_port_only_once_every_war_is_deployed() -> None:
+    # bound at init, the port accepts the services' registry calls during deployment and
+    # leaves them unanswered until their 5 s read timeouts (twice per call: ~10 s a WAR);
+    # unbound, they are refused at once and the load balancer updater retries later
+    root = etree.fromstring(render_server_xml("all", 1, 200, access_log=False).encode())
+    (connector,) = root.findall(".//Connector")
+    assert connector.get("bindOnInit") == "false"
+
+
 def test_server_xml_with_access_log_writes_it_into_logs() -> None:
     root = etree.fromstring(render_server_xml("auth", 1, 200, access_log=True).encode())
     valve = root.find(".//Host/Valve")

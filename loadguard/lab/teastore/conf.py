@@ -1,6 +1,11 @@
 """Tomcat configuration for one TeaStore Tomcat (pure text; golden-tested).
 
-``server.xml``: one HTTP/1.1 connector on ``127.0.0.1:PORT`` with ``maxThreads``, no AJP
+``server.xml``: one HTTP/1.1 connector on ``127.0.0.1:PORT`` with ``maxThreads``, bound
+only when Tomcat starts it, after every WAR is deployed (``bindOnInit="false"``: a
+service's start-up asks the registry for its peers; a port bound at init accepts that
+call and leaves it unanswered until the client's 5 s read timeout, twice, so each WAR
+took ~11 s to deploy in one Tomcat; refused, the call fails at once and the registry
+client's load balancer updater asks again once the port is up), no AJP
 connector and no shutdown port (``port="-1"``: the JVM is stopped by a signal, which runs
 Tomcat's shutdown hook), WARs deployed once at startup (``autoDeploy="false"``), in
 parallel, one thread per core (``startStopThreads="0"``), and
@@ -39,7 +44,8 @@ def render_server_xml(name: str, port: int, max_threads: int, access_log: bool) 
   <Listener className="org.apache.catalina.core.ThreadLocalLeakPreventionListener" />
   <Service name="Catalina">
     <Connector address="{HOST}" port="{port}" protocol="HTTP/1.1"
-               maxThreads="{max_threads}" connectionTimeout="20000" server="TeaStoreTomcat" />
+               maxThreads="{max_threads}" connectionTimeout="20000" server="TeaStoreTomcat"
+               bindOnInit="false" />
     <Engine name="Catalina" defaultHost="localhost">
       <Host name="localhost" appBase="webapps" unpackWARs="true" autoDeploy="false"
             startStopThreads="0">{valve}
