@@ -63,8 +63,8 @@ class EvalConfig:
     #: (the suite's shop plant); ``--target teastore`` always uses it.
     browse_plan: bool = False
     #: The floods' thread cap (FFA's ``ffa.limit``, TSTCTG's ``tst.max``); ``None``: the
-    #: plans' own 1000. A flood leaves about this many requests queued in the target when
-    #: it stops, and a shared target must drain them before the next run.
+    #: plans' own ``PLAN_THREADS``. A flood leaves about this many requests queued in the
+    #: target when it stops, and a shared target must drain them before the next run.
     baseline_threads: int | None = None
 
     @property
@@ -87,6 +87,9 @@ class EvalConfig:
         base.update(overrides)
         return cls(out_dir=out_dir, **base)  # type: ignore[arg-type]
 
+
+#: The floods' thread cap written in ffa_800.jmx and tstctg_800.jmx (their defaults).
+PLAN_THREADS = 1000
 
 #: TeaStore's sweep, samples/s of the browse plan (its λ* on a 2-core machine is tens).
 TEASTORE_SWEEP: tuple[float, ...] = (20.0, 40.0, 60.0, 80.0, 100.0, 120.0)
@@ -118,7 +121,7 @@ def teastore_overrides(
         # flood leaves its threads' requests queued in the shared TeaStore, and the next run
         # waits until they drain (1,000 at 12 samples/s took 89 s on a 2-core machine; 100
         # drain in seconds). 100 threads still hold most of 800 samples/s back.
-        out["baseline_threads"] = 100
+        out["baseline_threads"] = out["elastic_threads"]
     if not quick and "sweep_seconds" not in given:
         # A fresh TeaStore per sweep point (or, reset, the first one is): leave its JIT's
         # first minute out.

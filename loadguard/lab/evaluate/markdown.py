@@ -22,7 +22,7 @@ from lxml import etree
 
 from loadguard.jmeter.install import PLUGINS
 from loadguard.lab.evaluate.aggregate import Row, Stat, reduction
-from loadguard.lab.evaluate.config import TEASTORE_SWEEP, EvalConfig
+from loadguard.lab.evaluate.config import PLAN_THREADS, TEASTORE_SWEEP, EvalConfig
 from loadguard.lab.evaluate.lambda_star import SweepPoint
 from loadguard.lab.evaluate.run_metrics import steady_cutoff_s
 from loadguard.lab.evaluate.runner import slo_spec
@@ -173,7 +173,7 @@ def _setup(cfg: EvalConfig) -> str:
         instances=instances,
         samplers=samplers,
         arrivals=f"{cfg.stress_rps / samplers:g}",
-        baseline_threads=cfg.baseline_threads or 1000,
+        baseline_threads=cfg.baseline_threads or PLAN_THREADS,
     )
 
 

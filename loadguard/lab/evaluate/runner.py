@@ -188,7 +188,6 @@ def run_scheme(
     with (targets or Targets(cfg)).open(seed) as target:
         lam_analytic = target.lambda_star_analytic
         ready_ms = target.ready_ms
-        props = target_props(cfg, target.port)
         if scheme.kind == "baseline":
             props = baseline_props(cfg, target.port)
             baseline = baseline_plan_for(cfg, scheme, run_dir)
@@ -196,7 +195,7 @@ def run_scheme(
             offered = OfferedSchedule.constant(cfg.stress_rps)
         else:
             assert scheme.policy is not None
-            props |= elastic_props(cfg, d + 60)
+            props = target_props(cfg, target.port) | elastic_props(cfg, d + 60)
             sidecar = SidecarConfig(
                 paths=Paths.in_dir(run_dir),
                 spec=spec,
