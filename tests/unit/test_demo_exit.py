@@ -58,3 +58,22 @@ def test_demo_exits_0_when_the_loop_ran_and_3_when_jmeter_failed(
 ) -> None:
     result = _demo(monkeypatch, tmp_path, verdict, reason)
     assert result.exit_code == code, result.output
+
+
+def _summary(capacity: dict[str, object] | None, held: dict[str, object] | None):  # type: ignore[no-untyped-def]
+    built = SummaryBuilder(5000, {}).build(RunAccumulator(), StopReason.DURATION)
+    return dataclasses.replace(built, capacity=capacity, held_rate=held)
+
+
+def test_lambda_line_gives_capacity_and_held_rate_as_shares_of_lambda() -> None:
+    s = _summary({"rps": 150.0, "status": "estimated"}, {"rps": 144.0})
+    assert demo_cmd.against_lambda(s, 144.0) == " (capacity 104 % of it, held rate 100 %)"
+
+
+def test_lambda_line_names_a_lower_bound_as_one() -> None:
+    s = _summary({"rps": 20.0, "status": "lower_bound"}, {"rps": 20.0})
+    assert demo_cmd.against_lambda(s, 144.0).startswith(" (capacity above 14 % of it")
+
+
+def test_lambda_line_is_empty_without_an_answer() -> None:
+    assert demo_cmd.against_lambda(_summary(None, None), 144.0) == ""

@@ -24,7 +24,7 @@ from loadguard.cli.sidecar_cmd import headline_line
 from loadguard.durations import Seconds, format_duration
 from loadguard.lab.demo import DemoOptions, run_demo
 from loadguard.sidecar import Paths
-from loadguard.summary import INCONCLUSIVE_EXIT
+from loadguard.summary import INCONCLUSIVE_EXIT, Summary
 
 #: The demo's SLO when none is given (the paper's scenario).
 DEFAULT_P95 = DemoOptions.p95
@@ -82,16 +82,10 @@ def demo(
     result = run_demo(opts, logging.getLogger("loadguard.lab.demo"))
     s = result.outcome.summary
     lam = result.lambda_star_rps
-    found = s.max_compliant_rate
     click.echo("")
     click.echo(f"verdict:               {s.verdict} (stop: {result.outcome.stop_reason})")
     if lam:
-        against = (
-            f" (highest rate held within the SLO: {human.percent(found / lam)} of it)"
-            if found
-            else ""
-        )
-        click.echo(f"target's analytic λ*:  {human.rate(lam)}{against}")
+        click.echo(f"target's analytic λ*:  {human.rate(lam)}{against_lambda(s, lam)}")
     click.echo(f"results:               {result.out_dir}")
     if result.report is not None:
         click.echo(f"report:                {result.report}")
@@ -99,6 +93,22 @@ def demo(
         click.echo(result.dashboard)
     click.echo(headline_line(result.outcome, Paths.in_dir(result.out_dir)))
     sys.exit(demo_exit_code(result.outcome.exit_code))
+
+
+def against_lambda(s: Summary, lam: float) -> str:
+    """The run's answer against the target's analytic λ*: the capacity estimate (or its
+    lower bound when the knee was not reached) and the rate held, each as a share of λ*;
+    empty when the run has neither."""
+    parts = []
+    cap = s.capacity or {}
+    if cap.get("rps"):
+        share = human.percent(float(cap["rps"]) / lam)
+        below = cap.get("status") == "lower_bound"
+        parts.append(f"capacity above {share} of it" if below else f"capacity {share} of it")
+    held = s.held_rate or {}
+    if held.get("rps"):
+        parts.append(f"held rate {human.percent(float(held['rps']) / lam)}")
+    return f" ({', '.join(parts)})" if parts else ""
 
 
 def demo_exit_code(run_exit: int) -> int:
