@@ -149,6 +149,11 @@ class LedgerView:
     #: the mean response time (ms) of the delivered rate's bin: what Little's law needs
     #: of the queue now (the window's mean lags it by up to a window)
     delivered_mean_ms: float | None = None
+    #: successful completions per second over every completion bin wholly inside the
+    #: current epoch, and how many bins that is: the delivered rate pooled at the rate in
+    #: force (a quarter's count is too noisy to tell a rate 10 % past capacity)
+    delivered_epoch_rps: float | None = None
+    delivered_epoch_bins: int = 0
 
     def current(self) -> EpochView | None:
         return self.epochs[-1] if self.epochs else None
@@ -301,6 +306,7 @@ class ExceedanceLedger:
                 completions = np.array(
                     [self._cbins.get(b, empty) for b in range(int(first), int(last) + 1)]
                 )
+        epoch_x, epoch_bins = self._delivered_epoch(epochs[-1].from_ms if epochs else None)
         return LedgerView(
             self.hist_col,
             self.criteria,
@@ -313,7 +319,22 @@ class ExceedanceLedger:
             self.watermark_ms,
             completions,
             delivered_mean,
+            epoch_x,
+            epoch_bins,
         )
+
+    def _delivered_epoch(self, from_ms: int | None) -> tuple[float | None, int]:
+        """Successful completions per second over the completion bins that lie wholly at
+        or after ``from_ms`` and have ended, and their number."""
+        if from_ms is None or self._origin is None or self.watermark_ms is None:
+            return None, 0
+        first = -(-(from_ms - self._origin) // self.part_ms)
+        last = (self.watermark_ms - self._origin) // self.part_ms - 1
+        if last < first:
+            return None, 0
+        bins = int(last - first + 1)
+        count = sum(self._bins.get(b, 0) for b in range(int(first), int(last) + 1))
+        return count / (bins * self.part_ms / 1000.0), bins
 
     def _delivered(self, wall_ms: int) -> tuple[float | None, int | None, float | None]:
         """Completions per second over the last completion bin that has ended (by the

@@ -27,8 +27,11 @@ its floor). Then, every tick:
   (the backlog still drains); if a whole completion bin at the drain's rate empties
   the queue slower than within a window (:math:`X - r < Q/W`: the delivered rate the cut
   came from was not the capacity), it cuts again from the X measured then;
-  then returns to the setpoint (the target below c). Otherwise the rate goes down to
-  the target between f and r.
+  then returns to the setpoint (the target below c). The same cut is taken, from the
+  delivered rate pooled over the epoch's whole completion bins, when the window breaches
+  and that pooled rate is below :math:`r (1 - 3/\sqrt{r s})` (s their span): a rate
+  10 % past capacity is within one quarter's three sigmas but not within a whole
+  window's. Otherwise the rate goes down to the target between f and r.
 * **probably over**, :math:`V > B` but not shown (over a whole window of evidence, with
   at least five exceedances counted):
   back to the floor if one is shown below r, else down by two resolutions (holding an
@@ -398,12 +401,29 @@ class BudgetPolicy:
         cut = len(view.epochs) > 1 and view.epochs[-2].rate > cur.rate
         return (self._whole_bin(view) or cut) and x < rate * (1.0 - noise)
 
+    @staticmethod
+    def _pooled_shortfall(view: LedgerView, rate: float) -> float | None:
+        r"""The delivered rate pooled over the current epoch's whole completion bins when it
+        is below :math:`r (1 - 3/\sqrt{r s})` (s their span: three Poisson sigmas of the
+        pooled count), else None."""
+        x, bins = view.delivered_epoch_rps, view.delivered_epoch_bins
+        if x is None or bins == 0:
+            return None
+        span_s = bins * view.part_ms / 1000.0
+        noise = 3.0 / math.sqrt(max(rate * span_s, 1.0))
+        return x if x < rate * (1.0 - noise) else None
+
     def _delivery_cut(
-        self, obs: Observation, view: LedgerView, rate: float, detail: dict[str, float | str]
+        self,
+        obs: Observation,
+        view: LedgerView,
+        rate: float,
+        detail: dict[str, float | str],
+        x: float | None = None,
     ) -> Decision:
         """Past capacity the delivery rate is the capacity: cut to drain the backlog
         (Little's law) within about one window, hold for the drain, then the setpoint."""
-        x = view.delivered_rps or 0.0
+        x = (view.delivered_rps or 0.0) if x is None else x
         backlog = self._backlog(obs, x)
         cut = max(min(x, rate) - backlog / (self.window_ms / 1000.0), x / self.ramp_factor)
         self.drain_target = cut
@@ -497,6 +517,11 @@ class BudgetPolicy:
             self.floor = None
         if self._overloaded(view, rate):
             return self._delivery_cut(obs, view, rate, detail)
+        pooled = self._pooled_shortfall(view, rate)
+        if obs.zone is Zone.BREACH and pooled is not None:
+            # shown over budget, the window breaching, and the delivered rate pooled over
+            # the epoch short of r: past capacity, so cut to it rather than bisect
+            return self._delivery_cut(obs, view, rate, detail, x=pooled)
         target = None
         if below:
             target = self._secant(below[-1], here, q_b)
