@@ -72,6 +72,15 @@ follows a lift goes at most two resolutions past the old ceiling (a lift on nois
 one small probe). A lift, a delivery cut and the end of a drain reset the evidence
 (older samples described another plant).
 
+**A collapse is not a knee.** A delivery cut that lowers the ceiling by more than a
+ramp step (a metastable plant in its slow state, a hang) keeps the ceiling it had
+before. Once the queue at the rate held is empty -- the window's mean response time
+within three standard errors of the lowest window mean seen (a service time's standard
+deviation being about its mean) -- that earlier ceiling is restored, soft (a margin of 0),
+and the climb back to it takes its steps on the point estimate while the queue stays
+empty; a capacity that really fell (halves) queues at the rate held below it, so its
+ceiling stays.
+
 *Slow start.* Until some rate has been shown over budget, a rise needs only the point
 estimate V < B (with at least ``min_samples`` samples at r, in one mature quarter): a
 step that proves too high costs one cut, and the upper bound at a few dozen samples of a
@@ -151,6 +160,10 @@ class BudgetPolicy:
     past_lift: bool = field(default=False, init=False)
     drain_until_ms: int | None = field(default=None, init=False)
     min_mean_ms: float | None = field(default=None, init=False)
+    #: the ceiling before a delivery cut lowered it (restored once the queue is empty)
+    healthy_ceiling: float | None = field(default=None, init=False)
+    #: climbing back to a restored ceiling (until a rate is next over budget)
+    restored: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
         if not 0.0 < self.budget < 1.0:
@@ -307,6 +320,13 @@ class BudgetPolicy:
         detail = self._detail(ev)
         if ev.share_lo > self.budget:
             return self._over(obs, rate, ev, view, detail)
+        if self.ceiling is not None and rate < self.ceiling and self._recovered(obs, rate):
+            # a delivery cut set the ceiling at what a collapsed or hung plant delivered;
+            # the queue at r is empty now: back to the ceiling it had before (soft)
+            self.ceiling, self.ceiling_margin, self.reference = self.healthy_ceiling, 0.0, None
+            self.healthy_ceiling = None
+            self.knee_seen, self.restored = True, True
+            return hold(obs, rate, "ceiling_restored", **detail)
         if self.ceiling is not None and rate < self.ceiling:
             b = ev.binding()
             if b is not None and self._headroom_changed(view, rate, ev, b):
@@ -338,12 +358,18 @@ class BudgetPolicy:
                 # first sign of headroom (a margin of 0)
                 self.ceiling, self.ceiling_margin, self.reference = rate, 0.0, None
                 self.knee_seen = True
+            self.restored = False
             return self._move(obs, rate, back, "likely_over", **detail)
         # Slow start: with no rate over budget yet, a step that proves too high costs
         # one cut, so the point estimate decides; near a ceiling, the upper bound does.
         if self.ceiling is None:
             self._watch_knee(view, rate)
         far = self.ceiling is None and not self.knee_seen
+        if self.restored and self.ceiling is not None and not far and self._queue_empty(obs):
+            # climbing back to a restored ceiling, an empty queue is far from it: the
+            # point estimate decides (the upper bound at a few hundred samples per
+            # window takes minutes)
+            far = True
         within = ev.share if far else ev.share_hi
         # A rate is left upward only on a whole window of evidence near the knee (the
         # queue there builds over seconds); far below it (the latency distribution still
@@ -433,9 +459,12 @@ class BudgetPolicy:
             self.floor >= x or (not self.floor_confirmed and self.floor > cut)
         ):
             self.floor = None
+        if self.ceiling is not None and x < self.ceiling:
+            self.healthy_ceiling = self.ceiling
         self.ceiling = x if self.ceiling is None else min(self.ceiling, x)
         self.knee_seen = True
         self.lifted = None
+        self.restored = False
         return self._move(
             obs, rate, cut, "delivery", delivered_rps=round(x, 3), backlog=round(backlog, 1),
             **detail,
@@ -507,6 +536,7 @@ class BudgetPolicy:
         if self._stalled(view, rate):
             return self._stall(obs, view, rate, detail)
         self.lifted = None
+        self.restored = False
         self.knee_seen = True  # a rate over budget: the knee is known to be below it
         if self.ceiling is None or rate < self.ceiling:
             self.ceiling = rate
@@ -654,6 +684,26 @@ class BudgetPolicy:
         if target <= rate * (1 + self._resolution(rate)):
             return hold(obs, rate, "resolved", **detail)
         return self._move(obs, rate, target, "within_budget", **detail)
+
+    def _recovered(self, obs: Observation, rate: float) -> bool:
+        """A ceiling a delivery cut lowered by more than a ramp step is stale once the
+        queue at r is empty: the window's mean response time is the lowest window mean
+        seen to within three standard errors (a service time's standard deviation is
+        about its mean). A capacity that really fell queues at the rate held below it."""
+        old = self.healthy_ceiling
+        if old is None or self.ceiling is None or old < self.ceiling * self.ramp_factor:
+            return False
+        return self._queue_empty(obs)
+
+    def _queue_empty(self, obs: Observation) -> bool:
+        """The window's mean response time is the lowest window mean seen to within three
+        standard errors (a service time's standard deviation is about its mean)."""
+        if self.min_mean_ms is None:
+            return False
+        mean, n = obs.stats.overall.mean_ms, obs.stats.overall.count
+        if mean is None or n < self.min_samples:
+            return False
+        return mean <= self.min_mean_ms * (1.0 + 3.0 / math.sqrt(n))
 
     def _headroom_changed(self, view: LedgerView, rate: float, ev: Evidence, j: int) -> bool:
         """The plant got faster at the rate held below the ceiling. Either the exceedance

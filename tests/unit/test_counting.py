@@ -174,6 +174,18 @@ def test_a_rate_shown_over_budget_is_cut_to_the_pooled_delivered_rate() -> None:
     assert d.new_rate < float(d.detail["delivered_rps"]) < d.old_rate
 
 
+def test_a_ceiling_set_by_a_collapse_is_restored_once_the_queue_is_empty() -> None:
+    # cliff seed 1 (lambda* ~ 145 req/s): the slow start's 80 -> 160 step tips the plant
+    # into its slow state, which delivers ~38 req/s; the delivery cut sets the ceiling
+    # there. Once the queue is empty at the rate held, the ceiling before the collapse
+    # (160, over budget while healthy) is back, and the climb reaches 0.9 lambda* within
+    # about two minutes instead of creeping under 38 req/s for the rest of the run
+    run = _suite_run("cliff", 240, 1)
+    reasons = [t.decision.reason for t in run.ticks]
+    assert "ceiling_restored" in reasons
+    assert max(t.decision.new_rate for t in run.ticks if t.t_s <= 200.0) >= 0.9 * 145.0
+
+
 def test_a_drained_queue_is_not_cut_again_after_capacity_halves() -> None:
     # 8 servers become 4 at 120 s (80 req/s). The drain cuts from the delivered rate;
     # once the queue is gone the delivered rate is the rate sent, which is no shortfall:
