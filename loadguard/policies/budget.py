@@ -283,7 +283,7 @@ class BudgetPolicy:
         now = view.watermark_ms if view.watermark_ms is not None else obs.wall_ms
         if self.drain_until_ms is not None:
             x = view.delivered_rps
-            noise = 3.0 / math.sqrt(max(rate * view.part_ms / 1000.0, 1.0))
+            noise = _poisson_band(rate, view.part_ms)
             # the backlog still drains: more delivered than sent, or the (completion)
             # window still breaches with what was queued
             draining = (x is not None and x > rate * (1.0 + noise)) or obs.zone is Zone.BREACH
@@ -421,7 +421,7 @@ class BudgetPolicy:
         in force, is below :math:`r (1 - 3/\\sqrt{r w})` (three Poisson sigmas)."""
         x = view.delivered_rps
         cur = view.current()
-        noise = 3.0 / math.sqrt(max(rate * view.part_ms / 1000.0, 1.0))
+        noise = _poisson_band(rate, view.part_ms)
         if x is None or cur is None or view.delivered_at_ms is None:
             return False
         # after a cut, completions of what the higher rate sent only add to X, so a
@@ -437,9 +437,7 @@ class BudgetPolicy:
         x, bins = view.delivered_epoch_rps, view.delivered_epoch_bins
         if x is None or bins == 0:
             return None
-        span_s = bins * view.part_ms / 1000.0
-        noise = 3.0 / math.sqrt(max(rate * span_s, 1.0))
-        return x if x < rate * (1.0 - noise) else None
+        return x if x < rate * (1.0 - _poisson_band(rate, bins * view.part_ms)) else None
 
     def _delivery_cut(
         self,
@@ -689,9 +687,7 @@ class BudgetPolicy:
 
     def _recovered(self, obs: Observation, rate: float) -> bool:
         """A ceiling a delivery cut lowered by more than a ramp step is stale once the
-        queue at r is empty: the window's mean response time is the lowest window mean
-        seen to within three standard errors (a service time's standard deviation is
-        about its mean). A capacity that really fell queues at the rate held below it."""
+        queue at r is empty; a capacity that really fell queues at the rate held below it."""
         old = self.healthy_ceiling
         if old is None or self.ceiling is None or old < self.ceiling * self.ramp_factor:
             return False
@@ -759,3 +755,9 @@ class BudgetPolicy:
             return False
         over = int(hist[self.reference_median + 1 :].sum())
         return jeffreys(over, n, self.confidence)[1] < 0.25
+
+
+def _poisson_band(rate: float, span_ms: float) -> float:
+    r"""Three Poisson sigmas, relative, of the count sent at ``rate`` over ``span_ms``:
+    :math:`3/\sqrt{r s}`."""
+    return 3.0 / math.sqrt(max(rate * span_ms / 1000.0, 1.0))
