@@ -92,7 +92,17 @@ ledger's histogram, at the first rate with five samples expected over it) rising
 significantly above its idle share. The p95 moves long before the count over T does;
 from then on (and once any rate was over budget) the slow start is over: a rise needs
 the upper bound over a whole window, as near a ceiling, and steps by at most
-:math:`\sqrt{ρ}`. A lifted ceiling restarts the slow start's evidence rules (the plant
+:math:`\sqrt{ρ}`. When the watcher fires at the slow start's step r from a tentative
+floor f, the policy steps back to :math:`\sqrt{f r}` at once, r a soft ceiling: at
+ρ = 1 the count over T takes 10-15 s to show the knee, the share over the idle p95 a
+quarter. Not when the delivered rate is below :math:`\sqrt{f r}` (the generator or the
+plant limits what is sent: a lower rate in force changes nothing the plant sees). A
+latency shift is not always the knee (a heavy-tailed service moves its p95 at half of
+λ*): once the climb under that ceiling resolves, the secant through the counts at the
+two rates held highest below it puts :math:`q_B` at :math:`r'`; if
+:math:`r' \ge r \sqrt{ρ}` (or q does not rise) the ceiling is dropped, r is probed
+again on its pooled evidence and, as past a lifted ceiling, one small probe past it
+then half steps. A lifted ceiling restarts the slow start's evidence rules (the plant
 changed) up to the probe past the old ceiling, in half steps (a knee was there); past
 it, each half step waits for a whole window of evidence.
 
@@ -166,6 +176,8 @@ class BudgetPolicy:
     healthy_ceiling: float | None = field(default=None, init=False)
     #: climbing back to a restored ceiling (until a rate is next over budget)
     restored: bool = field(default=False, init=False)
+    #: the soft ceiling the knee watcher set (the rate it fired at, not shown over)
+    watched: float | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         if not 0.0 < self.budget < 1.0:
@@ -365,7 +377,11 @@ class BudgetPolicy:
         # Slow start: with no rate over budget yet, a step that proves too high costs
         # one cut, so the point estimate decides; near a ceiling, the upper bound does.
         if self.ceiling is None:
+            seen = self.knee_seen
             self._watch_knee(view, rate)
+            mid = self._step_back(view, rate, seen)
+            if mid is not None:
+                return self._move(obs, rate, mid, "knee_watch", **detail)
         far = self.ceiling is None and not self.knee_seen
         if self.restored and self.ceiling is not None and not far and self._queue_empty(obs):
             # climbing back to a restored ceiling, an empty queue is far from it: the
@@ -606,6 +622,26 @@ class BudgetPolicy:
                 self.knee_seen = True
                 return
 
+    def _step_back(self, view: LedgerView, rate: float, seen: bool) -> float | None:
+        r"""The slow start's last step ends at a knee the watcher has just seen: back to
+        :math:`\sqrt{f r}` (f the tentative floor below r), r a soft ceiling, before the
+        count over T shows it. Only where the plant receives more than that midpoint
+        (the delivered rate x > :math:`\sqrt{f r}`): when x is below it the generator's
+        threads or the plant limit what is sent, and a lower rate in force changes
+        nothing the plant sees."""
+        if seen or not self.knee_seen or self.floor is None or self.floor_confirmed:
+            return None
+        if self.floor >= rate:
+            return None
+        mid = math.sqrt(self.floor * rate)
+        x = view.delivered_rps
+        if x is None or x <= mid:
+            return None
+        self.ceiling, self.ceiling_margin, self.reference = rate, 0.0, None
+        self.watched = rate
+        self.restored = False
+        return mid
+
     def _growing(self, view: LedgerView, rate: float) -> bool:
         """Is a queue building at r? Over the rate's latest window of quarters, the share
         over the p(1-a) of those samples (a the largest percentile allowance; from the
@@ -682,8 +718,33 @@ class BudgetPolicy:
             if guess is not None:
                 target = min(target, guess)
         if target <= rate * (1 + self._resolution(rate)):
+            if (
+                self.watched is not None
+                and same_rate(self.ceiling, self.watched)
+                and self._false_knee(view, j, rate, here, q_b)
+            ):
+                # the ceiling is the knee watcher's, never shown over budget, and the
+                # counts below it put the budget's q a half step past it: the latency
+                # shift the watcher saw was not the knee; the pooled evidence at the
+                # old ceiling judges it now
+                back, self.ceiling, self.watched = self.ceiling, None, None
+                self.lifted = back  # past it: one small probe, then half steps
+                return self._move(obs, rate, back, "within_budget", **detail)
             return hold(obs, rate, "resolved", **detail)
         return self._move(obs, rate, target, "within_budget", **detail)
+
+    def _false_knee(
+        self, view: LedgerView, j: int, rate: float, here: tuple[float, float], q_b: float
+    ) -> bool:
+        r"""Was the knee watcher's soft ceiling a latency shift, not the knee? The count
+        over T at the rates held below it (the secant through the last two, as
+        ``_under`` extrapolates) reaches the budget's :math:`q_B` only a half slow-start
+        step (:math:`\sqrt{g}`) past the ceiling or more, or does not rise at all."""
+        below = [(r, q) for r, q, _n in self._curve(view, j) if r < rate * (1 - 1e-9)]
+        if not below or self.ceiling is None:
+            return False
+        guess = self._secant(below[-1], here, q_b)
+        return guess is None or guess >= self.ceiling * math.sqrt(self.ramp_factor)
 
     def _recovered(self, obs: Observation, rate: float) -> bool:
         """A ceiling a delivery cut lowered by more than a ramp step is stale once the
