@@ -377,9 +377,7 @@ class BudgetPolicy:
         # Slow start: with no rate over budget yet, a step that proves too high costs
         # one cut, so the point estimate decides; near a ceiling, the upper bound does.
         if self.ceiling is None:
-            seen = self.knee_seen
-            self._watch_knee(view, rate)
-            mid = self._step_back(view, rate, seen)
+            mid = self._step_back(view, rate) if self._watch_knee(view, rate) else None
             if mid is not None:
                 return self._move(obs, rate, mid, "knee_watch", **detail)
         far = self.ceiling is None and not self.knee_seen
@@ -584,19 +582,20 @@ class BudgetPolicy:
         target = min(target, rate * (1 - self._resolution(rate)))
         return self._move(obs, rate, target, "over_budget", **detail)
 
-    def _watch_knee(self, view: LedgerView, rate: float) -> None:
+    def _watch_knee(self, view: LedgerView, rate: float) -> bool:
         """Slow start's knee detector: the share of samples over the idle p(1-a) (a the
         binding percentile's allowance; idle: every rate below r so far, once they hold
         N a >= 5 samples), significantly higher at r (the 90 % intervals apart); or the
         same for the share over the idle median. The p95 moves long before the count over
         T does; and in the first quarter at a rate past a multi-server knee the queue
         has not yet reached the tail, but most samples already wait (the median moves
-        first: mm8 went 160 -> 320 req/s on one quarter at 160, λ* 144)."""
+        first: mm8 went 160 -> 320 req/s on one quarter at 160, λ* 144). True when it fires
+        on this call."""
         if self.knee_seen:
-            return
+            return False
         allowed = [c.allowed for c in view.criteria if c.percentile and c.allowed > 0]
         if not allowed:
-            return
+            return False
         a = max(allowed)
         here: list[np.ndarray] = []
         lower: list[np.ndarray] = []
@@ -613,25 +612,24 @@ class BudgetPolicy:
         hist = histogram(here, view.hist_col, self.window_ms)
         n = int(hist.sum())
         if n0 * a < 5 or n == 0:
-            return
+            return False
         over = np.cumsum(idle[::-1])[::-1]  # idle samples in bins >= b
         for share in (a, 0.5):
             b = int(np.argmax(over <= share * n0))
             k0, k = int(over[b]), int(hist[b:].sum())
             if jeffreys(k, n, self.confidence)[0] > jeffreys(k0, n0, self.confidence)[1]:
                 self.knee_seen = True
-                return
+                return True
+        return False
 
-    def _step_back(self, view: LedgerView, rate: float, seen: bool) -> float | None:
+    def _step_back(self, view: LedgerView, rate: float) -> float | None:
         r"""The slow start's last step ends at a knee the watcher has just seen: back to
         :math:`\sqrt{f r}` (f the tentative floor below r), r a soft ceiling, before the
         count over T shows it. Only where the plant receives more than that midpoint
         (the delivered rate x > :math:`\sqrt{f r}`): when x is below it the generator's
         threads or the plant limit what is sent, and a lower rate in force changes
         nothing the plant sees."""
-        if seen or not self.knee_seen or self.floor is None or self.floor_confirmed:
-            return None
-        if self.floor >= rate:
+        if self.floor is None or self.floor_confirmed or self.floor >= rate:
             return None
         mid = math.sqrt(self.floor * rate)
         x = view.delivered_rps
@@ -721,7 +719,7 @@ class BudgetPolicy:
             if (
                 self.watched is not None
                 and same_rate(self.ceiling, self.watched)
-                and self._false_knee(view, j, rate, here, q_b)
+                and self._false_knee(curve, rate, here, q_b)
             ):
                 # the ceiling is the knee watcher's, never shown over budget, and the
                 # counts below it put the budget's q a half step past it: the latency
@@ -734,13 +732,17 @@ class BudgetPolicy:
         return self._move(obs, rate, target, "within_budget", **detail)
 
     def _false_knee(
-        self, view: LedgerView, j: int, rate: float, here: tuple[float, float], q_b: float
+        self,
+        curve: list[tuple[float, float, int]],
+        rate: float,
+        here: tuple[float, float],
+        q_b: float,
     ) -> bool:
         r"""Was the knee watcher's soft ceiling a latency shift, not the knee? The count
         over T at the rates held below it (the secant through the last two, as
         ``_under`` extrapolates) reaches the budget's :math:`q_B` only a half slow-start
-        step (:math:`\sqrt{g}`) past the ceiling or more, or does not rise at all."""
-        below = [(r, q) for r, q, _n in self._curve(view, j) if r < rate * (1 - 1e-9)]
+        step (:math:`\sqrt{ρ}`) past the ceiling or more, or does not rise at all."""
+        below = [(r, q) for r, q, _n in curve if r < rate * (1 - 1e-9)]
         if not below or self.ceiling is None:
             return False
         guess = self._secant(below[-1], here, q_b)
