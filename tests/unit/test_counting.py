@@ -229,6 +229,25 @@ def test_a_ceiling_set_while_the_service_was_cold_is_lifted_once_it_warms() -> N
     assert min(late) > 0.8 * 154.0
 
 
+def test_an_idle_rate_over_budget_by_its_point_estimate_is_not_left_downward() -> None:
+    # log-normal sigma 1.5 (lambda* ~ 133 req/s): its idle q is 1.2 %, and seed 3 draws
+    # 7 of 211 samples over T at 10 req/s (V = 17 % on the point estimate). The
+    # latency distribution is the idle one, so a lower rate would change nothing; the
+    # rate went 10 -> 8 and held there for the rest of the run
+    run = _suite_run("lognormal15", 200, 3)
+    assert not any(t.decision.reason == "likely_over" for t in run.ticks if t.t_s < 100)
+    assert max(t.decision.new_rate for t in run.ticks) > 100.0
+
+
+def test_a_rate_whose_exceedance_is_no_higher_than_below_is_not_left_downward() -> None:
+    # M/M/2 (lambda* 26.4 req/s): after a cut to 10.6 req/s, 5 of 165 samples over T
+    # (its idle q is 0.9 %); not significantly more than at the rates below, so no
+    # "probably over" step down from there (the rate went 10.6 -> 8.6 -> 6.7)
+    run = _suite_run("mm2", 300, 1)
+    late = [t.decision.new_rate for t in run.ticks if t.t_s > 60]
+    assert min(late) > 0.5 * 26.4
+
+
 def test_the_slow_start_stops_doubling_when_the_median_moves_at_a_knee() -> None:
     # M/M/8 (lambda* ~ 144, capacity 160 req/s): after 80 -> 160 the first quarter at
     # 160 has a queue most samples wait in, not yet one that reaches the p95 tail; the
@@ -264,6 +283,64 @@ def test_the_capacity_interval_covers_a_known_lambda_star() -> None:
         assert cap.status == "estimated" and cap.ci90_rps is not None
         covered += cap.ci90_rps[0] <= 150.0 <= cap.ci90_rps[1]
     assert covered / trials >= 0.8  # nominal 90 %, with slack for 40 trials
+
+
+def test_a_cold_start_at_a_low_rate_does_not_set_the_capacity() -> None:
+    # the real TeaStore's JIT: 15 of 192 samples over T at 10 req/s in its first
+    # seconds, then nothing over T on thousands of samples up to 34 req/s, 12 % at 48
+    def rows(rate: float, quarters: int, q: float) -> np.ndarray:
+        n = int(rate * 2.5)
+        return np.array([[n, 100, n, round(n * q)] for _ in range(quarters)], np.int64)
+
+    by_rate = [(10.0, rows(10.0, 8, 0.08))]
+    by_rate += [(r, rows(r, 24, 0.0)) for r in (12.0, 17.0, 24.0, 29.0, 34.0)]
+    by_rate.append((48.0, rows(48.0, 5, 0.12)))
+    cap = estimate(by_rate, (P95,), 10_000)
+    assert cap.status == "estimated" and cap.rps is not None
+    assert 34.0 < cap.rps < 48.0
+
+
+def test_a_rate_the_generator_could_not_send_counts_at_what_it_sent() -> None:
+    # a closed generator: 60 req/s in force, its threads waiting on slow responses, sent
+    # 42; the exceedance seen there belongs to 42 req/s
+    def rows(rate: float, quarters: int, q: float) -> np.ndarray:
+        n = int(rate * 2.5)
+        return np.array([[n, 100, n, round(n * q)] for _ in range(quarters)], np.int64)
+
+    by_rate = [(r, rows(r, 24, 0.0)) for r in (20.0, 30.0, 40.0)]
+    by_rate.append((60.0, rows(42.0, 8, 0.15)))
+    sent = {r: (int(x[:, 0].sum()), x.shape[0] * 2.5) for r, x in by_rate}
+    assert estimate(by_rate, (P95,), 10_000).rps > 42.0  # type: ignore[operator]
+    cap = estimate(by_rate, (P95,), 10_000, sent=sent)
+    assert cap.status == "estimated" and cap.rps is not None
+    assert 40.0 < cap.rps < 42.0
+
+
+def test_the_ledger_counts_what_was_sent_under_each_rate() -> None:
+    ledger = ExceedanceLedger((P95,), 10_000, 0)
+    ledger.rate_in_force(10.0, 0)
+    start = np.arange(0, 20_000, 100, dtype=np.int64)  # 10 req/s for 20 s
+    n = len(start)
+    ledger.add(
+        SampleBatch(
+            start, np.full(n, 50, np.int64), np.ones(n, bool), np.full(n, "a", object),
+            np.full(n, "", object), np.full(n, -1, np.int32),
+        )
+    )  # fmt: skip
+    ledger.rate_in_force(40.0, 20_000)
+    start = np.arange(20_000, 40_000, 200, dtype=np.int64)  # only 5 req/s sent
+    n = len(start)
+    ledger.add(
+        SampleBatch(
+            start, np.full(n, 50, np.int64), np.ones(n, bool), np.full(n, "a", object),
+            np.full(n, "", object), np.full(n, -1, np.int32),
+        )
+    )  # fmt: skip
+    sent = ledger.sent_by_rate(40_100)
+    n10, s10 = sent[10.0]
+    assert n10 / s10 == pytest.approx(10.0)
+    n40, s40 = sent[40.0]
+    assert n40 / s40 == pytest.approx(5.0, rel=0.05)
 
 
 def test_criteria_come_from_the_slo() -> None:
