@@ -10,9 +10,20 @@ sample sent equals T, which is how a fixed-rate sweep measures λ*.
 
 * **Rates that count**: those with :math:`N_i a \ge 5` (five exceedances expected at
   the allowance; fewer cannot show q = a).
-* **Point estimate.** :math:`\hat q_i = K_i/N_i`, made non-decreasing in r
-  (a running maximum: more load never lowers the exceedance), and the first crossing of a
-  interpolated linearly in :math:`(\ln r, \ln q)` between the two rates around it.
+* **Point estimate.** :math:`\hat q_i = K_i/N_i`, made non-decreasing in r (more load
+  never lowers the exceedance of a stationary plant) by the weighted isotonic regression
+  (pool-adjacent-violators, weights the effective sizes :math:`N_i/φ_i`: the maximum
+  likelihood curve under that order), and the first crossing of a interpolated linearly
+  in :math:`(\ln r, \ln q)` between the two rates around it. Not a running maximum: that
+  keeps the worst of the noisy low rates, and a plant that warms up (TeaStore's JIT: a
+  p95 of 1.4 s at 7 req/s in its first 15 s, then 27 req/s within the SLO) would put the
+  capacity at its cold start; the regression pools a low rate's few cold samples with the
+  evidence at the rates above it.
+* **Rates as received.** Each rate is placed at what was *sent* under it (the samples
+  of its sub-windows over their send-time span) where that is below the rate in force
+  by more than three Poisson sigmas: a closed generator (JMeter's threads waiting on
+  slow responses) sends less than the timer asks, and the plant sees only what is sent
+  (the real TeaStore at 48 req/s in force received 36).
 * **Interval.** A parametric bootstrap: each draw takes
   :math:`q_i \sim \mathrm{Beta}(K_i/φ_i + ½, (N_i - K_i)/φ_i + ½)` (the Jeffreys posterior
   with the effective sample size :math:`N_i/φ_i`), and repeats the crossing; the 5th and
@@ -28,7 +39,7 @@ sample sent equals T, which is how a fixed-rate sweep measures λ*.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,11 +83,31 @@ class CapacityEstimate:
 UNKNOWN = CapacityEstimate("unknown", None, None, None, "no rate was held long enough to judge")
 
 
-def _crossing(rates: F64, q: F64, allowed: float) -> F64:
-    """Per row of ``q`` (draws x rates, rates ascending): the rate where the running max
-    of q first reaches ``allowed``, log-log interpolated; NaN where it never does, -inf
-    where the lowest rate already does."""
-    mono = np.maximum.accumulate(q, axis=1)
+def _isotonic(q: F64, w: F64) -> F64:
+    r"""Per row of ``q`` (draws x rates), the non-decreasing fit minimising
+    :math:`\sum_i w_i (q_i - f_i)^2`, by the min-max formula
+    :math:`f_i = \max_{j \le i} \min_{l \ge i} \bar q_{j..l}` (:math:`\bar q` the
+    w-weighted mean; the rates visited are a few dozen at most)."""
+    m = q.shape[1]
+    cw = np.concatenate([[0.0], np.cumsum(w)])
+    cq = np.concatenate([np.zeros((q.shape[0], 1)), np.cumsum(q * w, axis=1)], axis=1)
+    lo, hi = np.meshgrid(np.arange(m), np.arange(m), indexing="ij")
+    valid = hi >= lo
+    span = np.where(valid, cw[hi + 1] - cw[lo], 1.0)
+    mean = np.where(valid, (cq[:, hi + 1] - cq[:, lo]) / span, np.inf)  # draws x j x l
+    # min over l >= i (entries l < j are +inf and never the minimum for i >= j)
+    tail_min = np.minimum.accumulate(mean[:, :, ::-1], axis=2)[:, :, ::-1]  # draws x j x i
+    tail_min = np.where(valid[None, :, :], tail_min, -np.inf)  # only j <= i
+    return np.asarray(tail_min.max(axis=1))
+
+
+def _crossing(rates: F64, q: F64, allowed: float, weights: F64 | None = None) -> F64:
+    """Per row of ``q`` (draws x rates, rates ascending): the rate where the isotonic
+    fit of q (``weights``: the rates' effective sizes; equal when None) first reaches
+    ``allowed``, log-log interpolated; NaN where it never does, -inf where the lowest
+    rate already does."""
+    w = np.ones(q.shape[1]) if weights is None else weights
+    mono = np.maximum.accumulate(_isotonic(q, w), axis=1)  # exact: guards the rounding
     over = mono >= allowed
     first = np.argmax(over, axis=1)
     crossed = over.any(axis=1)
@@ -93,19 +124,39 @@ def _crossing(rates: F64, q: F64, allowed: float) -> F64:
     return out
 
 
+def _offered(rate: float, sent: Mapping[float, tuple[int, float]] | None) -> float:
+    """The rate the plant received under ``rate``: the sent rate x = n/s where it falls
+    below the rate in force by more than three Poisson sigmas of n (a closed generator),
+    else the rate in force."""
+    if sent is None or rate not in sent:
+        return rate
+    n, span = sent[rate]
+    if n <= 0 or span <= 0:
+        return rate
+    x = n / span
+    return x if x < rate * (1.0 - 3.0 / math.sqrt(n)) else rate
+
+
 def estimate(
     by_rate: Sequence[tuple[float, I64]],
     criteria: tuple[Criterion, ...],
     window_ms: int,
     confidence: float = CONFIDENCE,
+    sent: Mapping[float, tuple[int, float]] | None = None,
 ) -> CapacityEstimate:
-    """The capacity from the ledger's ``by_rate`` rows (module doc)."""
+    """The capacity from the ledger's ``by_rate`` rows (module doc); ``sent``
+    (``ExceedanceLedger.sent_by_rate``) places each rate at what was sent under it."""
     if not by_rate or not criteria:
         return UNKNOWN
     evidence = [pool([rows], criteria, rate, window_ms, confidence) for rate, rows in by_rate]
-    kept = [(r, ev) for (r, _rows), ev in zip(by_rate, evidence, strict=True) if ev.samples]
+    kept = [
+        (_offered(r, sent), ev)
+        for (r, _rows), ev in zip(by_rate, evidence, strict=True)
+        if ev.samples
+    ]
     if not kept:
         return UNKNOWN
+    kept.sort(key=lambda item: item[0])
     rates = np.array([r for r, _ in kept])
     rng = np.random.default_rng(20261201)
     best: CapacityEstimate | None = None
@@ -123,7 +174,8 @@ def estimate(
         if not enough.any():
             continue
         rates_j, n, k, phi = rates[enough], n[enough], k[enough], phi[enough]
-        point = _crossing(rates_j, (k / n)[None, :], a)[0]
+        eff = n / phi
+        point = _crossing(rates_j, (k / n)[None, :], a, eff)[0]
         if math.isnan(point):
             # the knee was not reached: the highest rate shown under the allowance
             shown = [
@@ -137,7 +189,7 @@ def estimate(
             (k / phi + 0.5)[None, :].repeat(DRAWS, 0),
             ((n - k) / phi + 0.5)[None, :].repeat(DRAWS, 0),
         )
-        cross = _crossing(rates_j, draws, a)
+        cross = _crossing(rates_j, draws, a, eff)
         inside = np.isfinite(cross)
         if point == -np.inf:
             cand = CapacityEstimate(

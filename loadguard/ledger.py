@@ -350,6 +350,24 @@ class ExceedanceLedger:
         end = int(self._origin + (last + 1) * self.part_ms)
         return count / (self.part_ms / 1000.0), end, mean
 
+    def sent_by_rate(self, wall_ms: int) -> dict[float, tuple[int, float]]:
+        """Per rate (the keys of ``by_rate``): the samples sent in its mature sub-windows
+        and their send-time span in seconds (a sub-window cut short by the next epoch
+        counts its part): what the generator actually sent, which a closed generator
+        (threads waiting on slow responses) keeps below the rate in force."""
+        out: dict[float, tuple[int, float]] = {}
+        for e in self.view(wall_ms).epochs:
+            if e.rows.shape[0] == 0:
+                continue
+            ends = e.starts_ms + self.part_ms
+            if e.to_ms is not None:
+                ends = np.minimum(ends, e.to_ms)
+            span = float((ends - e.starts_ms).sum()) / 1000.0
+            key = next((r for r in out if same_rate(r, e.rate)), e.rate)
+            n, s = out.get(key, (0, 0.0))
+            out[key] = (n + int(e.rows[:, COL_N].sum()), s + span)
+        return out
+
     def by_rate(self, wall_ms: int) -> list[tuple[float, I64]]:
         """Every mature sub-window row, grouped by rate (ascending): for the capacity
         estimate."""

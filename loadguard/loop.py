@@ -299,7 +299,10 @@ class ControlLoop:
         if self._capacity_at is None or mono - self._capacity_at >= self.ledger.window_ms:
             self._capacity_at = mono
             est = estimate_capacity(
-                self.ledger.by_rate(wall), self.ledger.criteria, self.ledger.window_ms
+                self.ledger.by_rate(wall),
+                self.ledger.criteria,
+                self.ledger.window_ms,
+                sent=self.ledger.sent_by_rate(wall),
             )
             self._capacity = {}
             if est.status == "estimated" and est.rps is not None and est.ci90_rps:
@@ -379,7 +382,10 @@ class ControlLoop:
         self.ledger.add(last)
         end_ms = self.clock.wall_ms()
         capacity = estimate_capacity(
-            self.ledger.by_rate(end_ms), self.ledger.criteria, self.ledger.window_ms
+            self.ledger.by_rate(end_ms),
+            self.ledger.criteria,
+            self.ledger.window_ms,
+            sent=self.ledger.sent_by_rate(end_ms),
         )
         summary = self.summary.build(self.run_acc, reason, capacity)
         return LoopOutcome(summary, reason, exit_code_for(summary, reason), ticks)
