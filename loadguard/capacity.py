@@ -85,20 +85,12 @@ UNKNOWN = CapacityEstimate("unknown", None, None, None, "no rate was held long e
 
 def _isotonic(q: F64, w: F64) -> F64:
     r"""Per row of ``q`` (draws x rates), the non-decreasing fit minimising
-    :math:`\sum_i w_i (q_i - f_i)^2`, by the min-max formula
-    :math:`f_i = \max_{j \le i} \min_{l \ge i} \bar q_{j..l}` (:math:`\bar q` the
-    w-weighted mean; the rates visited are a few dozen at most)."""
-    m = q.shape[1]
-    cw = np.concatenate([[0.0], np.cumsum(w)])
-    cq = np.concatenate([np.zeros((q.shape[0], 1)), np.cumsum(q * w, axis=1)], axis=1)
-    lo, hi = np.meshgrid(np.arange(m), np.arange(m), indexing="ij")
-    valid = hi >= lo
-    span = np.where(valid, cw[hi + 1] - cw[lo], 1.0)
-    mean = np.where(valid, (cq[:, hi + 1] - cq[:, lo]) / span, np.inf)  # draws x j x l
-    # min over l >= i (entries l < j are +inf and never the minimum for i >= j)
-    tail_min = np.minimum.accumulate(mean[:, :, ::-1], axis=2)[:, :, ::-1]  # draws x j x i
-    tail_min = np.where(valid[None, :, :], tail_min, -np.inf)  # only j <= i
-    return np.asarray(tail_min.max(axis=1))
+    :math:`\sum_i w_i (q_i - f_i)^2` (pool-adjacent-violators, SciPy's: O(rates) per
+    row, where the min-max formula's O(rates²) arrays would grow with a long run's
+    many rates)."""
+    from scipy.optimize import isotonic_regression  # type: ignore[import-untyped]
+
+    return np.array([isotonic_regression(row, weights=w).x for row in q])
 
 
 def _crossing(rates: F64, q: F64, allowed: float, weights: F64 | None = None) -> F64:
