@@ -93,13 +93,12 @@ def _isotonic(q: F64, w: F64) -> F64:
     return np.array([isotonic_regression(row, weights=w).x for row in q])
 
 
-def _crossing(rates: F64, q: F64, allowed: float, weights: F64 | None = None) -> F64:
+def _crossing(rates: F64, q: F64, allowed: float, weights: F64) -> F64:
     """Per row of ``q`` (draws x rates, rates ascending): the rate where the isotonic
-    fit of q (``weights``: the rates' effective sizes; equal when None) first reaches
-    ``allowed``, log-log interpolated; NaN where it never does, -inf where the lowest
-    rate already does."""
-    w = np.ones(q.shape[1]) if weights is None else weights
-    mono = np.maximum.accumulate(_isotonic(q, w), axis=1)  # exact: guards the rounding
+    fit of q (``weights``: the rates' effective sizes) first reaches ``allowed``,
+    log-log interpolated; NaN where it never does, -inf where the lowest rate already
+    does."""
+    mono = np.maximum.accumulate(_isotonic(q, weights), axis=1)  # guards the rounding
     over = mono >= allowed
     first = np.argmax(over, axis=1)
     crossed = over.any(axis=1)

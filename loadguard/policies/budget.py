@@ -433,6 +433,10 @@ class BudgetPolicy:
         j = ev.binding()
         return j is not None and ev.predictions[j].exceed >= 5
 
+    def _apart(self, k: int, n: int, k0: int, n0: int) -> bool:
+        """The share k/n significantly above k0/n0: their 90 % Jeffreys intervals apart."""
+        return jeffreys(k, n, self.confidence)[0] > jeffreys(k0, n0, self.confidence)[1]
+
     def _rising(self, view: LedgerView, rate: float, ev: Evidence) -> bool:
         """Does the exceedance rise with the rate, up to r? The share over T of the
         binding SLO at r significantly above the one pooled over every rate held below
@@ -454,9 +458,7 @@ class BudgetPolicy:
         if n0 == 0:
             return False
         p = ev.predictions[j]
-        return (
-            jeffreys(p.exceed, p.samples, self.confidence)[0] > jeffreys(k0, n0, self.confidence)[1]
-        )
+        return self._apart(p.exceed, p.samples, k0, n0)
 
     @staticmethod
     def _whole_bin(view: LedgerView) -> bool:
@@ -652,7 +654,7 @@ class BudgetPolicy:
         for share in (a, 0.5):
             b = int(np.argmax(over <= share * n0))
             k0, k = int(over[b]), int(hist[b:].sum())
-            if jeffreys(k, n, self.confidence)[0] > jeffreys(k0, n0, self.confidence)[1]:
+            if self._apart(k, n, k0, n0):
                 self.knee_seen = True
                 return True
         return False
@@ -699,7 +701,7 @@ class BudgetPolicy:
         b = int(np.argmax(over <= max(allowed) * n))
         k1, n1 = int(early[b:].sum()), int(early.sum())
         k2, n2 = int(late[b:].sum()), int(late.sum())
-        return jeffreys(k2, n2, self.confidence)[0] > jeffreys(k1, n1, self.confidence)[1]
+        return self._apart(k2, n2, k1, n1)
 
     def _resolution(self, rate: float) -> float:
         return 1.0 / math.sqrt(max(rate * self.window_ms / 1000.0, 1.0))

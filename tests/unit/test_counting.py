@@ -285,16 +285,18 @@ def test_the_capacity_interval_covers_a_known_lambda_star() -> None:
     assert covered / trials >= 0.8  # nominal 90 %, with slack for 40 trials
 
 
+def _quarters(rate: float, quarters: int, q: float) -> np.ndarray:
+    """Ledger rows of ``quarters`` 2.5 s sub-windows at ``rate``, a share q over T."""
+    n = int(rate * 2.5)
+    return np.array([[n, 100, n, round(n * q)] for _ in range(quarters)], np.int64)
+
+
 def test_a_cold_start_at_a_low_rate_does_not_set_the_capacity() -> None:
     # the real TeaStore's JIT: 15 of 192 samples over T at 10 req/s in its first
     # seconds, then nothing over T on thousands of samples up to 34 req/s, 12 % at 48
-    def rows(rate: float, quarters: int, q: float) -> np.ndarray:
-        n = int(rate * 2.5)
-        return np.array([[n, 100, n, round(n * q)] for _ in range(quarters)], np.int64)
-
-    by_rate = [(10.0, rows(10.0, 8, 0.08))]
-    by_rate += [(r, rows(r, 24, 0.0)) for r in (12.0, 17.0, 24.0, 29.0, 34.0)]
-    by_rate.append((48.0, rows(48.0, 5, 0.12)))
+    by_rate = [(10.0, _quarters(10.0, 8, 0.08))]
+    by_rate += [(r, _quarters(r, 24, 0.0)) for r in (12.0, 17.0, 24.0, 29.0, 34.0)]
+    by_rate.append((48.0, _quarters(48.0, 5, 0.12)))
     cap = estimate(by_rate, (P95,), 10_000)
     assert cap.status == "estimated" and cap.rps is not None
     assert 34.0 < cap.rps < 48.0
@@ -303,12 +305,8 @@ def test_a_cold_start_at_a_low_rate_does_not_set_the_capacity() -> None:
 def test_a_rate_the_generator_could_not_send_counts_at_what_it_sent() -> None:
     # a closed generator: 60 req/s in force, its threads waiting on slow responses, sent
     # 42; the exceedance seen there belongs to 42 req/s
-    def rows(rate: float, quarters: int, q: float) -> np.ndarray:
-        n = int(rate * 2.5)
-        return np.array([[n, 100, n, round(n * q)] for _ in range(quarters)], np.int64)
-
-    by_rate = [(r, rows(r, 24, 0.0)) for r in (20.0, 30.0, 40.0)]
-    by_rate.append((60.0, rows(42.0, 8, 0.15)))
+    by_rate = [(r, _quarters(r, 24, 0.0)) for r in (20.0, 30.0, 40.0)]
+    by_rate.append((60.0, _quarters(42.0, 8, 0.15)))
     sent = {r: (int(x[:, 0].sum()), x.shape[0] * 2.5) for r, x in by_rate}
     assert estimate(by_rate, (P95,), 10_000).rps > 42.0  # type: ignore[operator]
     cap = estimate(by_rate, (P95,), 10_000, sent=sent)
@@ -316,26 +314,21 @@ def test_a_rate_the_generator_could_not_send_counts_at_what_it_sent() -> None:
     assert 40.0 < cap.rps < 42.0
 
 
+def _fast_batch(start: np.ndarray) -> SampleBatch:
+    """Successful 50 ms samples sent at ``start`` (ms)."""
+    n = len(start)
+    return SampleBatch(
+        start, np.full(n, 50, np.int64), np.ones(n, bool), np.full(n, "a", object),
+        np.full(n, "", object), np.full(n, -1, np.int32),
+    )  # fmt: skip
+
+
 def test_the_ledger_counts_what_was_sent_under_each_rate() -> None:
     ledger = ExceedanceLedger((P95,), 10_000, 0)
     ledger.rate_in_force(10.0, 0)
-    start = np.arange(0, 20_000, 100, dtype=np.int64)  # 10 req/s for 20 s
-    n = len(start)
-    ledger.add(
-        SampleBatch(
-            start, np.full(n, 50, np.int64), np.ones(n, bool), np.full(n, "a", object),
-            np.full(n, "", object), np.full(n, -1, np.int32),
-        )
-    )  # fmt: skip
+    ledger.add(_fast_batch(np.arange(0, 20_000, 100, dtype=np.int64)))  # 10 req/s, 20 s
     ledger.rate_in_force(40.0, 20_000)
-    start = np.arange(20_000, 40_000, 200, dtype=np.int64)  # only 5 req/s sent
-    n = len(start)
-    ledger.add(
-        SampleBatch(
-            start, np.full(n, 50, np.int64), np.ones(n, bool), np.full(n, "a", object),
-            np.full(n, "", object), np.full(n, -1, np.int32),
-        )
-    )  # fmt: skip
+    ledger.add(_fast_batch(np.arange(20_000, 40_000, 200, dtype=np.int64)))  # 5 sent
     sent = ledger.sent_by_rate(40_100)
     n10, s10 = sent[10.0]
     assert n10 / s10 == pytest.approx(10.0)
