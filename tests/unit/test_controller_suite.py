@@ -98,7 +98,7 @@ KNOWN_MISSES = {
     "shop": "efficiency below F(B) - 5 pt",
     "warmup": "violations and t90",
     "halves": "recovery over 60 s",
-    "outage": "violations and recovery",
+    "outage": "recovery over 60 s",
     "tiny": "violations over B + 2 pt",
     "large": "t90 over 60 s",
 }

@@ -42,7 +42,14 @@ Plant features (the controller's plant suite, ``offer_full``):
   with G the threads' next-free times (so the JTL time stamp is the send, and the
   delay is invisible in the elapsed time: coordinated omission). Since min G never
   decreases, the send times stay sorted. Throughput is then bounded by Little's law,
-  :math:`X \le N / \bar T`.
+  :math:`X \le N / \bar T`. The arrivals scheduled while that request waited for a
+  thread are *not* sent, as the Elastic Timer does (``loadguard.actuator.elastic_timer``:
+  it reserves no slot ahead, and a schedule that fell behind by more than
+  :math:`\max(1/r, 20\,ms)` restarts at the release instead of bursting): a wait
+  shorter than that (the gap to the previous arrival stands for 1/r) keeps the
+  schedule, and the arrivals in it are sent in turn as threads free. Without this a
+  20 s hang would be followed by a burst of every arrival scheduled in it, which the
+  real generator never sends.
 """
 
 from __future__ import annotations
@@ -58,6 +65,10 @@ from loadguard.errors import SimulationError
 
 F64 = npt.NDArray[np.float64]
 BOOL = npt.NDArray[np.bool_]
+
+#: The Elastic Timer keeps its schedule for a release this late (its lower bound on the
+#: interval; ``jmx_templates/elastic_timer.jmx``), and restarts it past that.
+RESTART_S = 0.020
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +93,8 @@ class Served:
     start: F64
     end: F64
     rejected: BOOL
+    #: which of the arrivals offered were sent (the others fell in a restarted schedule)
+    kept: BOOL | None = None
 
 
 class FcfsQueue:
@@ -110,6 +123,8 @@ class FcfsQueue:
         self._threads: list[float] | None = (
             None if generator_threads is None else [-np.inf] * generator_threads
         )
+        #: arrivals scheduled before this are dropped (the timer's schedule restarted)
+        self._restart_at = -np.inf
 
     @property
     def servers(self) -> int:
@@ -164,12 +179,22 @@ class FcfsQueue:
         start = [0.0] * n
         end = [0.0] * n
         rejected = np.zeros(n, np.bool_)
+        kept = np.ones(n, np.bool_)
         a_list = arrivals.tolist()
         s_list = services.tolist()
         for i in range(n):
             a = a_list[i]
+            if threads is not None and a < self._restart_at:
+                kept[i] = False  # scheduled while the timer's head waited: never sent
+                continue
             if threads is not None and threads[0] > a:
-                a = threads[0]  # every generator thread is busy: sent when one frees
+                # every generator thread is busy: sent when one frees; a schedule that
+                # fell behind by more than the interval (or 20 ms) restarts there
+                late = threads[0] - a
+                gap = a - (a_list[i - 1] if i else self._last_arrival)
+                if late >= max(gap, RESTART_S):
+                    self._restart_at = threads[0]
+                a = threads[0]
             sent[i] = a
             while waiting and waiting[0] <= a:
                 waiting.popleft()
@@ -201,7 +226,13 @@ class FcfsQueue:
             start[i], end[i] = st, e
         if n:
             self._last_arrival = a_list[-1]
-        return Served(np.array(sent), np.array(start), np.array(end), rejected)
+        return Served(
+            np.array(sent)[kept],
+            np.array(start)[kept],
+            np.array(end)[kept],
+            rejected[kept],
+            kept,
+        )
 
     def _check(self, arrivals: F64, services: F64) -> None:
         n = len(arrivals)
