@@ -317,10 +317,7 @@ def test_a_rate_the_generator_could_not_send_counts_at_what_it_sent() -> None:
 def _fast_batch(start: np.ndarray) -> SampleBatch:
     """Successful 50 ms samples sent at ``start`` (ms)."""
     n = len(start)
-    return SampleBatch(
-        start, np.full(n, 50, np.int64), np.ones(n, bool), np.full(n, "a", object),
-        np.full(n, "", object), np.full(n, -1, np.int32),
-    )  # fmt: skip
+    return SampleBatch.of(start, np.full(n, 50, np.int64), np.ones(n, bool), ["a"] * n)
 
 
 def test_the_ledger_counts_what_was_sent_under_each_rate() -> None:

@@ -249,6 +249,7 @@ class FcfsQueue:
         """Serve arrivals (sorted ascending, not before earlier calls' arrivals).
 
         Returns ``(start_s, end_s, rejected)``; rejected requests have start = end = arrival.
+        With generator threads, only for the arrivals sent (``offer_full``'s ``kept``).
         """
         if self.metastable is not None or self._threads is not None:
             served = self.offer_full(arrival_s, service_s)
