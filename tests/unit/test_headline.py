@@ -50,6 +50,15 @@ def test_pass_with_the_controllers_capacity_reads_as_the_documented_example() ->
     assert h.capacity_ci90_rps == (146.0, 155.0) and h.held_rps == 137.3
 
 
+def test_a_held_share_under_the_budgets_says_it_falls_short() -> None:
+    held = {"rps": 140.0, "violation_share": 0.12, "windows": 9, "budget": 0.05}
+    h = headline({**BASE, **CONTRACT, "held_rate": held})
+    assert h.text.startswith(
+        "Sustained 140 req/s with p95 ≤ 250 ms in 88 % of windows, short of the budget's 95 %."
+    )
+    assert "(budget" not in h.text
+
+
 def test_without_the_controllers_keys_todays_figures_are_used() -> None:
     h = headline(BASE)
     assert h.text == (
