@@ -164,6 +164,15 @@ def _capacity(summary: Mapping[str, Any]) -> tuple[str, str | None, float | None
     return "", status, rps, ci
 
 
+def _against_budget(within: float | None, budget: float | None) -> str:
+    """``, short of the budget's 95 %`` when the held share is under the budget's, else
+    ``""``. A PASS reads the last windows and the share the run's second half, so
+    ``88 % (budget 95 %)`` under PASS would read as a slip."""
+    if within is None or budget is None or within >= 1.0 - budget:
+        return ""
+    return f", short of the budget's {human.percent(1.0 - budget)}"
+
+
 def _held(
     summary: Mapping[str, Any], metric: str | None
 ) -> tuple[str, float | None, float | None, float | None]:
@@ -180,11 +189,8 @@ def _held(
         share = _num(held.get("violation_share"))
         within = None if share is None else 1.0 - share
         where = f" in {human.percent(within)} of windows" if within is not None else ""
-        if within is not None and budget is not None and within < 1.0 - budget:
-            # a PASS reads the last windows, the share the run's second half: say which
-            # way the share falls, or "88 % (budget 95 %)" under PASS reads as a slip
-            budget_text = f", short of the budget's {human.percent(1.0 - budget)}"
-        return f"Sustained {human.rate(rps)} with {bound}{where}{budget_text}.", rps, within, budget
+        against = _against_budget(within, budget) or budget_text
+        return f"Sustained {human.rate(rps)} with {bound}{where}{against}.", rps, within, budget
     # Today's figures: the highest rate held across whole windows in which every SLO held.
     best = _num(summary.get("max_compliant_rate"))
     shares = _map(summary.get("violation_share"))
