@@ -52,6 +52,7 @@ from loadguard.policies.guards import (
 )
 from loadguard.policies.knee import KneePolicy
 from loadguard.policies.search import SearchPolicy
+from loadguard.policies.tally import TallyPolicy
 from loadguard.policies.threezone import ThreeZonePolicy
 from loadguard.slo import SloSpec
 
@@ -68,6 +69,7 @@ POLICIES: dict[str, Callable[..., Policy]] = {
     "search": SearchPolicy,
     "fixed": FixedPolicy,
     "budget": BudgetPolicy,
+    "tally": TallyPolicy,
 }
 
 #: The policy every entry point uses unless told otherwise (docs/controller.md, "The plant
@@ -160,9 +162,9 @@ def build_policy(name: str, spec: SloSpec, **params: Any) -> Policy:
         for f in dataclasses.fields(factory)  # type: ignore[arg-type]
         if f.init and f.name != "name"
     }
-    if name in ("search", "gradient", "knee", "budget"):
+    if name in ("search", "gradient", "knee", "budget", "tally"):
         own.setdefault("window_ms", spec.window_ms)
-    if name == "budget":
+    if name in ("budget", "tally"):
         own.setdefault("budget", spec.violation_budget)
         own.setdefault("min_samples", spec.min_samples)
         own.setdefault("lag_ms", round(knobs["lag_ms"]))

@@ -1,0 +1,106 @@
+"""The tally policy: budget's search, then one Robbins-Monro step per window on the
+violation indicator (loadguard/policies/tally.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+
+import pytest
+
+from loadguard.lab.simulate.plants import BY_KEY
+from loadguard.lab.simulate.run import SimRun, simulate
+from loadguard.policies import build_policy
+from loadguard.policies.tally import STEP_RESOLUTIONS, TallyPolicy
+
+B = 0.05
+
+
+def _run(key: str, duration_s: float, seed: int) -> SimRun:
+    plant = BY_KEY[key]
+    spec = dataclasses.replace(plant.spec(), violation_budget=B)
+    policy = build_policy("tally", spec, lag_ms=2000)
+    return simulate(plant.with_run(duration_s, seed), spec, policy)
+
+
+@pytest.fixture(scope="module")
+def mm8() -> SimRun:
+    return _run("mm8", 600.0, 1)
+
+
+def _tracked(run: SimRun) -> list:
+    return [t for t in run.ticks if t.decision.reason in ("tally_within", "tally_over")]
+
+
+def test_the_tracker_takes_over_once_the_search_resolves(mm8: SimRun) -> None:
+    reasons = [t.decision.reason for t in mm8.ticks]
+    first = next(i for i, r in enumerate(reasons) if r in ("tally_within", "tally_over"))
+    assert "resolved" in reasons[:first] or "tally_debt" in reasons[:first]
+    assert len(_tracked(mm8)) >= 20
+
+
+def test_a_clean_window_raises_by_b_steps_and_a_violating_one_cuts_by_1_minus_b(
+    mm8: SimRun,
+) -> None:
+    tracked = _tracked(mm8)
+    assert any(t.decision.reason == "tally_over" for t in tracked)
+    for t in tracked:
+        d = t.decision
+        gamma = STEP_RESOLUTIONS / math.sqrt(d.old_rate * 10.0)
+        assert float(d.detail["step"]) == pytest.approx(gamma, abs=1e-5)
+        bad = 1.0 if d.reason == "tally_over" else 0.0
+        assert d.new_rate == pytest.approx(d.old_rate * math.exp(gamma * (B - bad)), rel=1e-6)
+
+
+def test_the_tracker_judges_one_window_per_window_length(mm8: SimRun) -> None:
+    times = [t.t_s for t in _tracked(mm8)]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert min(gaps) >= 10.0
+
+
+def test_the_weighted_violation_share_is_b_less_the_drift_over_the_steps(mm8: SimRun) -> None:
+    # the Robbins-Monro identity, pathwise, over the windows the tracker judged in a row
+    # (a delivery cut or a drain between them moves the rate outside the tracker)
+    tracked = _tracked(mm8)
+    run_ = [tracked[0]]
+    for t in tracked[1:]:
+        if t.decision.old_rate != pytest.approx(run_[-1].decision.new_rate, rel=1e-9):
+            break
+        run_.append(t)
+    steps = [STEP_RESOLUTIONS / math.sqrt(t.decision.old_rate * 10.0) for t in run_]
+    bad = [1.0 if t.decision.reason == "tally_over" else 0.0 for t in run_]
+    drift = math.log(run_[-1].decision.new_rate / run_[0].decision.old_rate)
+    weighted = sum(g * i for g, i in zip(steps, bad, strict=True)) / sum(steps)
+    assert weighted == pytest.approx(B - drift / sum(steps), abs=1e-9)
+
+
+def test_debt_from_the_search_cuts_by_the_steps_the_tracker_would_have_taken() -> None:
+    policy = TallyPolicy(budget=B)
+    policy.debt = 2.0 - 10 * B  # two violations in ten windows judged by the search
+    gamma = STEP_RESOLUTIONS / math.sqrt(100.0 * 10.0)
+    assert policy._settle(100.0) == pytest.approx(100.0 * math.exp(-gamma * 1.5))
+    assert policy.debt == 0.0
+
+
+def test_credit_from_the_search_is_kept_not_spent_on_a_rise() -> None:
+    policy = TallyPolicy(budget=B)
+    policy.debt = -0.5
+    assert policy._settle(100.0) == 100.0
+    assert policy.debt == -0.5
+
+
+def test_a_stall_returns_to_the_tracker_rate_and_forgives_its_windows() -> None:
+    policy = TallyPolicy(budget=B)
+    policy.tracking, policy.track_rate, policy.stall_return = True, 120.0, 120.0
+    policy.debt = 2.0
+    assert policy._setpoint(None, 30.0) == 120.0  # type: ignore[arg-type]
+    assert policy.debt == 0.0
+
+
+def test_a_drain_returns_to_the_tracker_rate_less_its_debt() -> None:
+    policy = TallyPolicy(budget=B)
+    policy.tracking, policy.track_rate = True, 120.0
+    policy.debt = 1.0
+    gamma = STEP_RESOLUTIONS / math.sqrt(120.0 * 10.0)
+    assert policy._setpoint(None, 30.0) == pytest.approx(120.0 * math.exp(-gamma))  # type: ignore[arg-type]
