@@ -182,6 +182,8 @@ class BudgetPolicy:
     restored: bool = field(default=False, init=False)
     #: the soft ceiling the knee watcher set (the rate it fired at, not shown over)
     watched: float | None = field(default=None, init=False)
+    #: the start rate's first verdict over budget was taken (``_cold_start``)
+    start_checked: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
         if not 0.0 < self.budget < 1.0:
@@ -293,9 +295,7 @@ class BudgetPolicy:
         view = obs.ledger
         if view is None:
             return hold(obs, rate, "no_data")
-        mean = obs.stats.overall.mean_ms
-        if mean is not None and obs.stats.overall.count >= 1:
-            self.min_mean_ms = mean if self.min_mean_ms is None else min(self.min_mean_ms, mean)
+        self._note_mean(obs)
         now = view.watermark_ms if view.watermark_ms is not None else obs.wall_ms
         if self.drain_until_ms is not None:
             x = view.delivered_rps
@@ -409,6 +409,12 @@ class BudgetPolicy:
         if within < self.budget:
             return self._under(obs, rate, ev, view, detail)
         return hold(obs, rate, "evidence", **detail)
+
+    def _note_mean(self, obs: Observation) -> None:
+        """Keep the lowest window mean response time seen (the empty queue's, R_0)."""
+        mean = obs.stats.overall.mean_ms
+        if mean is not None and obs.stats.overall.count >= 1:
+            self.min_mean_ms = mean if self.min_mean_ms is None else min(self.min_mean_ms, mean)
 
     def _detail(self, ev: Evidence) -> dict[str, float | str]:
         return {
@@ -586,6 +592,16 @@ class BudgetPolicy:
         below = [(r, q) for r, q, _n in curve if r < rate * (1 - 1e-9)]
         if self._stalled(view, rate):
             return self._stall(obs, view, rate, detail)
+        if self._cold_start(view, rate):
+            # the first verdict, at the start rate, nothing below it and the plant keeping
+            # up with what is sent: a cold service (a JIT, empty caches) looks like this,
+            # and no rate below says the exceedance rises with the rate. Cut, as a knee
+            # would ask, but set no ceiling and forget the samples that judged it: the slow
+            # start goes on from the fresh evidence below.
+            self.start_checked = True
+            self.since_ms = view.watermark_ms if view.watermark_ms is not None else obs.wall_ms
+            return self._move(obs, rate, rate / math.sqrt(self.ramp_factor), "cold_start", **detail)
+        self.start_checked = True
         self.lifted = None
         self.restored = False
         self.knee_seen = True  # a rate over budget: the knee is known to be below it
@@ -618,6 +634,20 @@ class BudgetPolicy:
             target = max(target, math.sqrt(tentative * rate))
         target = min(target, rate * (1 - self._resolution(rate)))
         return self._move(obs, rate, target, "over_budget", **detail)
+
+    def _cold_start(self, view: LedgerView, rate: float) -> bool:
+        """The start rate's first verdict over budget, with no other rate visited, the
+        delivered rate keeping up and the latencies not rising: the later half of the
+        rate's latest window holds no larger share over the p(1-a) than the earlier half
+        (a service warming up gets faster; a queue building from empty gets slower)."""
+        if self.start_checked or self.ceiling is not None or self.knee_seen:
+            return False
+        if any(e.rows.shape[0] and not same_rate(e.rate, rate) for e in view.epochs):
+            return False
+        if self._overloaded(view, rate) or self._pooled_shortfall(view, rate) is not None:
+            return False
+        halves = self._halves(view, rate)
+        return halves is not None and halves[0] * halves[3] <= halves[2] * halves[1]
 
     def _watch_knee(self, view: LedgerView, rate: float) -> bool:
         """Slow start's knee detector: the share of samples over the idle p(1-a) (a the
@@ -683,25 +713,29 @@ class BudgetPolicy:
         histogram) is significantly higher in the later half than in the earlier one
         (the 90 % intervals apart). Past capacity a queue grows slowly at first (a
         random walk near ρ = 1): the count over T shows it last."""
+        halves = self._halves(view, rate)
+        return halves is not None and self._apart(*halves)
+
+    def _halves(self, view: LedgerView, rate: float) -> tuple[int, int, int, int] | None:
+        """(k2, n2, k1, n1): over the rate's latest window of quarters, the samples of the
+        later half and of the earlier half over the p(1-a) of them all, and their counts."""
         allowed = [c.allowed for c in view.criteria if c.percentile and c.allowed > 0]
         blocks = [b for b in self._blocks(view, rate, self.since_ms) if b.shape[0]]
         if not allowed or not blocks:
-            return False
+            return None
         rows = blocks[-1][-PARTS:]
         if rows.shape[0] < 2:
-            return False
+            return None
         half = rows.shape[0] // 2
         early = histogram([rows[:half]], view.hist_col, self.window_ms)
         late = histogram([rows[half:]], view.hist_col, self.window_ms)
         both = early + late
         n = int(both.sum())
         if n == 0 or early.sum() == 0 or late.sum() == 0:
-            return False
+            return None
         over = np.cumsum(both[::-1])[::-1]
         b = int(np.argmax(over <= max(allowed) * n))
-        k1, n1 = int(early[b:].sum()), int(early.sum())
-        k2, n2 = int(late[b:].sum()), int(late.sum())
-        return self._apart(k2, n2, k1, n1)
+        return int(late[b:].sum()), int(late.sum()), int(early[b:].sum()), int(early.sum())
 
     def _resolution(self, rate: float) -> float:
         return 1.0 / math.sqrt(max(rate * self.window_ms / 1000.0, 1.0))

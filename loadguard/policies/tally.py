@@ -119,9 +119,7 @@ class TallyPolicy(BudgetPolicy):
         view = obs.ledger
         if view is None:
             return hold(obs, rate, "no_data")
-        mean = obs.stats.overall.mean_ms
-        if mean is not None and obs.stats.overall.count >= 1:
-            self.min_mean_ms = mean if self.min_mean_ms is None else min(self.min_mean_ms, mean)
+        self._note_mean(obs)
         if self.drain_until_ms is not None:
             d = super().decide(obs)  # budget's drain, returning to _setpoint
             if self.drain_until_ms is None:

@@ -13,6 +13,7 @@ from loadguard.capacity import estimate
 from loadguard.evidence import pool
 from loadguard.exceedance import UNKNOWN_DISPERSION, predict, tail, violation_threshold
 from loadguard.jtl.sample import SampleBatch
+from loadguard.lab.simulate.features import Warmup
 from loadguard.lab.simulate.plants import BY_KEY
 from loadguard.lab.simulate.run import SimRun, simulate
 from loadguard.lab.simulate.scenario import Scenario
@@ -366,3 +367,26 @@ def test_a_watcher_ceiling_far_below_the_knee_is_probed_again() -> None:
     reasons = [t.decision.reason for t in run.ticks]
     assert "knee_watch" in reasons
     assert max(t.decision.new_rate for t in run.ticks) > 1.2 * 80.0
+
+
+def _first_cut(run: SimRun) -> str:
+    cuts = [t.decision for t in run.ticks if t.decision.action is Action.DECREASE]
+    assert cuts
+    return cuts[0].reason
+
+
+def test_a_cold_service_at_the_start_rate_is_cut_without_a_ceiling() -> None:
+    # a service three times slower for its first 15 s (a JIT warming): the start rate's
+    # first verdict is over a 300 ms p95, and no rate below says the exceedance rises
+    # with the rate; a ceiling there held a real JMeter run at 3.5 req/s for 300 s (and
+    # this plant at 3.5 req/s for the whole run)
+    scenario = dataclasses.replace(_mm8(240.0), warmup=Warmup(3.0, 15.0))
+    spec = SloSpec.from_options(p95="300ms", error_rate="1%")
+    run = simulate(scenario, spec, build_policy("budget", spec, lag_ms=2000))
+    assert _first_cut(run) == "cold_start"
+    assert max(t.decision.new_rate for t in run.ticks) > 80.0
+
+
+def test_a_queue_building_at_the_start_rate_is_no_cold_start() -> None:
+    # tiny (M/M/1, λ* 3 req/s) starts at 5 req/s: its latencies rise over the window
+    assert _first_cut(_suite_run("tiny", 60.0, 1)) != "cold_start"
