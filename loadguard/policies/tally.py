@@ -69,7 +69,7 @@ class TallyPolicy(BudgetPolicy):
     tracking: bool = field(default=False, init=False)
     #: the tracker's rate (what a drain returns to)
     track_rate: float | None = field(default=None, init=False)
-    #: the next tick at which the tracker judges a window
+    #: the next tick (``timer_ms``) at which the tracker judges a window
     next_ms: int | None = field(default=None, init=False)
     #: the next tick at which any window is counted (debt)
     count_ms: int | None = field(default=None, init=False)
@@ -90,10 +90,10 @@ class TallyPolicy(BudgetPolicy):
     def _count(self, obs: Observation, tracked: bool) -> None:
         """Once per window, in every phase: a window the tracker does not judge is debt."""
         if self.count_ms is None:
-            self.count_ms = obs.wall_ms
-        if obs.wall_ms < self.count_ms or obs.zone is Zone.NO_DATA:
+            self.count_ms = obs.timer_ms
+        if obs.timer_ms < self.count_ms or obs.zone is Zone.NO_DATA:
             return
-        self.count_ms = obs.wall_ms + self.window_ms
+        self.count_ms = obs.timer_ms + self.window_ms
         if not tracked:
             self.debt += (1.0 if obs.zone is Zone.BREACH else 0.0) - self.budget
 
@@ -123,7 +123,7 @@ class TallyPolicy(BudgetPolicy):
         if self.drain_until_ms is not None:
             d = super().decide(obs)  # budget's drain, returning to _setpoint
             if self.drain_until_ms is None:
-                self.next_ms = obs.wall_ms + self.window_ms
+                self.next_ms = obs.timer_ms + self.window_ms
             return d
         if obs.zone is Zone.BREACH and self._overloaded(view, rate):
             if self._stalled(view, rate):
@@ -135,9 +135,9 @@ class TallyPolicy(BudgetPolicy):
             self.track_rate = min(base, x * math.exp(-self._gain(rate) * (1 - self.budget)))
             return d
         assert self.next_ms is not None
-        if obs.wall_ms < self.next_ms or obs.zone is Zone.NO_DATA:
+        if obs.timer_ms < self.next_ms or obs.zone is Zone.NO_DATA:
             return hold(obs, rate, "tracking")
-        self.next_ms = obs.wall_ms + self.window_ms
+        self.next_ms = obs.timer_ms + self.window_ms
         bad = obs.zone is Zone.BREACH
         self.judged += 1
         self.violated += int(bad)
@@ -146,6 +146,7 @@ class TallyPolicy(BudgetPolicy):
         return decide(
             obs, rate, self.track_rate, "tally_over" if bad else "tally_within",
             step=round(gamma, 5), judged=self.judged, violated=self.violated,
+            debt=round(self.debt, 4),
         )  # fmt: skip
 
     def _search(self, obs: Observation) -> Decision:
@@ -154,8 +155,11 @@ class TallyPolicy(BudgetPolicy):
         if d.reason != "resolved":
             return d
         self.tracking = True
-        self.next_ms = obs.wall_ms + self.window_ms
+        self.next_ms = obs.timer_ms + self.window_ms
+        debt = self.debt
         self.track_rate = self._settle(d.new_rate)
         if self.track_rate < d.new_rate * (1 - 1e-9):
-            return d.with_rate(self.track_rate, "tally_debt", debt_rate=round(d.new_rate, 3))
+            return d.with_rate(
+                self.track_rate, "tally_debt", debt_rate=round(d.new_rate, 3), debt=round(debt, 4)
+            )
         return d
