@@ -34,7 +34,10 @@ budget too: every W the policy counts :math:`D \mathrel{+}= I - B` over them, an
 tracking starts or a drain returns, the rate is cut by :math:`e^{-γ \max(0, D)}` -- the
 steps the tracker would have taken had it judged those windows -- and D is settled. A
 stall (the target hung: an outage, no verdict on the rate) is not the rate's debt and
-is forgiven.
+is forgiven; nor is the drain after a capacity drop: a delivery cut whose delivered rate
+X falls below the confirmed floor f (a rate already shown within budget) by more than
+the bin's three Poisson sigmas, :math:`X < f (1 - 3/\sqrt{f s})`, is the plant's change,
+not the rate's overshoot, and its drain's windows are not counted.
 
 **Events.** While tracking, a breaching window whose delivered rate falls short of the
 rate sent (a queue grows: ``BudgetPolicy._overloaded``) takes budget's delivery cut
@@ -55,7 +58,7 @@ from dataclasses import dataclass, field
 from loadguard.ledger import LedgerView
 from loadguard.observation import Observation, Zone
 from loadguard.policies.base import Decision, decide, hold
-from loadguard.policies.budget import BudgetPolicy
+from loadguard.policies.budget import BudgetPolicy, _poisson_band
 
 #: The tracker's step in resolutions ε = 1/√(rW) (measured: 2 against 3).
 STEP_RESOLUTIONS = 2.0
@@ -75,6 +78,8 @@ class TallyPolicy(BudgetPolicy):
     count_ms: int | None = field(default=None, init=False)
     #: violations less B over the windows judged outside the tracker, not yet settled
     debt: float = field(default=0.0, init=False)
+    #: the drain in progress follows a capacity drop (the plant's, forgiven)
+    dropped: bool = field(default=False, init=False)
     judged: int = field(default=0, init=False)
     violated: int = field(default=0, init=False)
 
@@ -94,16 +99,33 @@ class TallyPolicy(BudgetPolicy):
         if obs.timer_ms < self.count_ms or obs.zone is Zone.NO_DATA:
             return
         self.count_ms = obs.timer_ms + self.window_ms
-        if not tracked:
+        if not tracked and not (self.dropped and self.drain_until_ms is not None):
             self.debt += (1.0 if obs.zone is Zone.BREACH else 0.0) - self.budget
+
+    def _delivery_cut(
+        self,
+        obs: Observation,
+        view: LedgerView,
+        rate: float,
+        detail: dict[str, float | str],
+        x: float | None = None,
+    ) -> Decision:
+        """budget's cut; a delivered rate below a rate already shown within budget (the
+        confirmed floor, by more than three Poisson sigmas of the bin) is the plant's drop,
+        not the rate's: the drain's windows are not debt."""
+        got = (view.delivered_rps or 0.0) if x is None else x
+        if self.floor is not None and self.floor_confirmed and not self.dropped:
+            self.dropped = got < self.floor * (1.0 - _poisson_band(self.floor, view.part_ms))
+        return super()._delivery_cut(obs, view, rate, detail, x)
 
     def _setpoint(self, view: LedgerView, rate: float) -> float:
         """Where a drain or a stall returns to: while tracking, the tracker's rate (less
-        a drain's debt; a stall's is forgiven)."""
+        a drain's debt; a stall's and a capacity drop's are forgiven)."""
+        dropped, self.dropped = self.dropped, False
         if not self.tracking:
             return super()._setpoint(view, rate)
         back = self.track_rate if self.track_rate is not None else rate
-        if self.stall_return is None:
+        if self.stall_return is None and not dropped:
             back = self._settle(back)
         else:
             self.debt = min(0.0, self.debt)

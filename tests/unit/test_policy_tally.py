@@ -6,12 +6,15 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+from types import SimpleNamespace
 
 import pytest
 
 from loadguard.lab.simulate.plants import BY_KEY
 from loadguard.lab.simulate.run import SimRun, simulate
+from loadguard.observation import Zone
 from loadguard.policies import build_policy
+from loadguard.policies.budget import BudgetPolicy
 from loadguard.policies.tally import STEP_RESOLUTIONS, TallyPolicy
 
 B = 0.05
@@ -104,3 +107,50 @@ def test_a_drain_returns_to_the_tracker_rate_less_its_debt() -> None:
     policy.debt = 1.0
     gamma = STEP_RESOLUTIONS / math.sqrt(120.0 * 10.0)
     assert policy._setpoint(None, 30.0) == pytest.approx(120.0 * math.exp(-gamma))  # type: ignore[arg-type]
+
+
+def test_a_drain_after_a_capacity_drop_returns_to_the_tracker_rate_without_its_debt() -> None:
+    policy = TallyPolicy(budget=B)
+    policy.tracking, policy.track_rate, policy.dropped = True, 60.0, True
+    policy.debt = 1.0
+    assert policy._setpoint(None, 30.0) == 60.0  # type: ignore[arg-type]
+    assert policy.debt == 0.0 and not policy.dropped
+
+
+def _window(timer_ms: int, zone: Zone) -> SimpleNamespace:
+    return SimpleNamespace(timer_ms=timer_ms, zone=zone)
+
+
+def test_the_windows_of_a_drain_after_a_capacity_drop_are_not_debt() -> None:
+    policy = TallyPolicy(budget=B)
+    policy.count_ms, policy.drain_until_ms = 0, 30_000
+    policy.dropped = True
+    for t in (0, 10_000, 20_000):
+        policy._count(_window(t, Zone.BREACH), tracked=False)  # type: ignore[arg-type]
+    assert policy.debt == 0.0
+    policy.dropped = False  # a drain after the rate's own overshoot is charged
+    policy._count(_window(30_000, Zone.BREACH), tracked=False)  # type: ignore[arg-type]
+    assert policy.debt == pytest.approx(1.0 - B)
+
+
+@pytest.mark.parametrize(("delivered", "dropped"), [(60.0, True), (105.0, False)])
+def test_a_delivery_cut_below_the_confirmed_floor_is_a_capacity_drop(
+    monkeypatch: pytest.MonkeyPatch, delivered: float, dropped: bool
+) -> None:
+    # budget's cut itself is tested in test_counting; here only who is charged for it
+    monkeypatch.setattr(BudgetPolicy, "_delivery_cut", lambda *a, **k: "cut")
+    policy = TallyPolicy(budget=B)
+    policy.floor, policy.floor_confirmed = 100.0, True
+    view = SimpleNamespace(delivered_rps=delivered, part_ms=2500)
+    assert policy._delivery_cut(None, view, 130.0, {}) == "cut"  # type: ignore[arg-type]
+    assert policy.dropped is dropped
+
+
+def test_a_capacity_drop_is_charged_to_the_plant_not_the_rate() -> None:
+    # halves seed 1: capacity 145 -> 66 req/s at 120 s. The drain after the drop spends
+    # three windows; charged as debt they cut the tracker's start by a quarter
+    run = _run("halves", 300.0, 1)
+    after = [t.decision for t in run.ticks if t.t_s > 120.0]
+    assert any(d.reason == "delivery" for d in after)
+    start = next(d for d in after if d.reason in ("tally_debt", "tally_within", "tally_over"))
+    assert start.new_rate >= 0.75 * 66.3
