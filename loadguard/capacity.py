@@ -32,7 +32,10 @@ sample sent equals T, which is how a fixed-rate sweep measures λ*.
 * **Status.** ``estimated`` when the point estimate crosses and 95 % of the draws cross
   inside the rates visited; ``lower_bound`` when the knee was not reached: no rate's
   exceedance is shown above a, and the answer is one-sided, "capacity above r", r the
-  highest rate whose 95 % upper bound of q is below a; ``unknown`` with no evidence.
+  highest rate held for a whole window (``PARTS`` sub-windows) whose 95 % upper bound
+  of q is below a: a shorter hold shows the queue it started from, not the rate's (on
+  the demo target a 4 s probe at 160 req/s, cut by the knee watcher, said "above 160"
+  for a λ* of 146.5); ``unknown`` with no evidence.
   The binding SLO is the one whose capacity is lowest.
 """
 
@@ -48,7 +51,7 @@ import numpy.typing as npt
 
 from loadguard.evidence import pool
 from loadguard.exceedance import CONFIDENCE, jeffreys
-from loadguard.ledger import Criterion
+from loadguard.ledger import PARTS, Criterion
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -164,14 +167,16 @@ def estimate(
         enough = n * a >= MIN_EXPECTED
         if not enough.any():
             continue
+        whole = np.array([ev.subwindows >= PARTS for _, ev in kept])[enough]
         rates_j, n, k, phi = rates[enough], n[enough], k[enough], phi[enough]
         eff = n / phi
         point = _crossing(rates_j, (k / n)[None, :], a, eff)[0]
         if math.isnan(point):
-            # the knee was not reached: the highest rate shown under the allowance
+            # the knee was not reached: the highest rate held for a whole window and
+            # shown under the allowance (a shorter hold shows the queue it started from)
             shown = [
-                r for r, ni, ki, fi in zip(rates_j, n, k, phi, strict=True)
-                if jeffreys(ki / fi, ni / fi, confidence)[1] < a
+                r for r, ni, ki, fi, w in zip(rates_j, n, k, phi, whole, strict=True)
+                if w and jeffreys(ki / fi, ni / fi, confidence)[1] < a
             ]  # fmt: skip
             if shown:
                 lower.append((max(shown), crit.metric))

@@ -390,3 +390,13 @@ def test_a_cold_service_at_the_start_rate_is_cut_without_a_ceiling() -> None:
 def test_a_queue_building_at_the_start_rate_is_no_cold_start() -> None:
     # tiny (M/M/1, λ* 3 req/s) starts at 5 req/s: its latencies rise over the window
     assert _first_cut(_suite_run("tiny", 60.0, 1)) != "cold_start"
+
+
+def test_a_brief_probe_does_not_raise_the_one_sided_capacity() -> None:
+    # the demo target: 146.7 req/s held for minutes under the allowance, then a probe
+    # at 160 cut after one quarter (the knee watcher) with nothing over T yet: the queue
+    # had not built, so 160 is no evidence that the capacity is above it
+    by_rate = [(r, _quarters(r, 12, 0.0)) for r in (80.0, 113.1, 146.7)]
+    by_rate.append((160.0, _quarters(160.0, 1, 0.0)))
+    cap = estimate(by_rate, (P95,), 10_000)
+    assert cap.status == "lower_bound" and cap.rps == pytest.approx(146.7)
