@@ -400,3 +400,30 @@ def test_a_brief_probe_does_not_raise_the_one_sided_capacity() -> None:
     by_rate.append((160.0, _quarters(160.0, 1, 0.0)))
     cap = estimate(by_rate, (P95,), 10_000)
     assert cap.status == "lower_bound" and cap.rps == pytest.approx(146.7)
+
+
+def test_the_evidence_after_a_lift_starts_at_the_windows_that_showed_it() -> None:
+    # 20 quarters at the rate held, the first 12 from before the plant warmed up: the
+    # evidence (and the knee watcher's idle reference) restarts at the last two windows
+    from types import SimpleNamespace
+
+    from loadguard.ledger import PARTS
+    from loadguard.policies.budget import BudgetPolicy
+
+    starts = np.arange(20, dtype=np.int64) * 2500 + 60_000
+    view = SimpleNamespace(current=lambda: SimpleNamespace(starts_ms=starts, from_ms=60_000))
+    since = BudgetPolicy._recent_from(view, 0)  # type: ignore[arg-type]
+    assert since == int(starts[-2 * PARTS])
+    assert BudgetPolicy._recent_from(SimpleNamespace(current=lambda: None), 5) == 5  # type: ignore[arg-type]
+
+
+def test_the_knee_watcher_steps_back_after_a_lift_from_a_confirmed_floor() -> None:
+    # warmup seed 1 (lambda* ~ 154 once warm): the ceiling set on the cold plant is
+    # lifted at 93 s; the climb from a floor shown by its upper bound went 85.7 -> 121
+    # -> 171 req/s in half steps and over budget twice. The watcher sees the knee at
+    # 121 and steps back, as in the slow start
+    run = _suite_run("warmup", 240, 1)
+    lift = next(t.t_s for t in run.ticks if t.decision.reason == "ceiling_lifted")
+    after = [t.decision for t in run.ticks if lift <= t.t_s <= lift + 80.0]
+    assert any(d.reason == "knee_watch" for d in after)
+    assert max(d.new_rate for d in after) < 154.0
