@@ -112,8 +112,7 @@ it, each half step waits for a whole window of evidence. The evidence at r, and 
 watcher's idle reference with it, restarts at the two windows that showed the change:
 the quarters before them describe the plant before it (on the real TeaStore a cold
 JIT's 600 ms p95 at 73 req/s made a warm 258 ms at 121 look idle, and the half step
-went on to 171 req/s, past a capacity of ~140). From a floor shown by its upper bound the
-watcher steps back as in the slow start.
+went on to 171 req/s, past a capacity of ~140).
 
 Parameters: ``budget`` B and ``window_ms`` W come from the SLO (``--violation-budget``,
 ``--window``), ``lag_ms`` L from the actuation lag; ``confidence`` (0.9) is that of the
@@ -709,12 +708,14 @@ class BudgetPolicy:
 
     def _step_back(self, view: LedgerView, rate: float) -> float | None:
         r"""The slow start's last step ends at a knee the watcher has just seen: back to
-        :math:`\sqrt{f r}` (f the floor below r, tentative or, after a lift, shown by its
-        upper bound), r a soft ceiling, before the count over T shows it. Only where the
-        plant receives more than that midpoint (the delivered rate x > :math:`\sqrt{f r}`):
-        when x is below it the generator's threads or the plant limit what is sent, and a
-        lower rate in force changes nothing the plant sees."""
-        if self.floor is None or self.floor >= rate:
+        :math:`\sqrt{f r}` (f the tentative floor below r), r a soft ceiling, before the
+        count over T shows it. Only where the plant receives more than that midpoint (the
+        delivered rate x > :math:`\sqrt{f r}`): when x is below it the generator's threads
+        or the plant limit what is sent, and a lower rate in force changes nothing the
+        plant sees. Not from a floor shown by its upper bound (after a lift): on the
+        constant-service holdout the watcher's early latency shift then stepped back after
+        every lift, a staircase that doubled the time to 90 % of λ* (98 → 196 s)."""
+        if self.floor is None or self.floor_confirmed or self.floor >= rate:
             return None
         mid = math.sqrt(self.floor * rate)
         x = view.delivered_rps
