@@ -152,6 +152,7 @@ def estimate(
         return UNKNOWN
     kept.sort(key=lambda item: item[0])
     rates = np.array([r for r, _ in kept])
+    whole = np.array([ev.subwindows >= PARTS for _, ev in kept])  # held a whole window
     rng = np.random.default_rng(20261201)
     best: CapacityEstimate | None = None
     lower: list[tuple[float, str]] = []
@@ -167,7 +168,6 @@ def estimate(
         enough = n * a >= MIN_EXPECTED
         if not enough.any():
             continue
-        whole = np.array([ev.subwindows >= PARTS for _, ev in kept])[enough]
         rates_j, n, k, phi = rates[enough], n[enough], k[enough], phi[enough]
         eff = n / phi
         point = _crossing(rates_j, (k / n)[None, :], a, eff)[0]
@@ -175,7 +175,7 @@ def estimate(
             # the knee was not reached: the highest rate held for a whole window and
             # shown under the allowance (a shorter hold shows the queue it started from)
             shown = [
-                r for r, ni, ki, fi, w in zip(rates_j, n, k, phi, whole, strict=True)
+                r for r, ni, ki, fi, w in zip(rates_j, n, k, phi, whole[enough], strict=True)
                 if w and jeffreys(ki / fi, ni / fi, confidence)[1] < a
             ]  # fmt: skip
             if shown:
