@@ -32,6 +32,7 @@ from __future__ import annotations
 import functools
 import logging
 import math
+import os
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -306,6 +307,50 @@ class JtlLagWatch:
         return None
 
 
+class JtlMissingWatch:
+    """Warns while the JTL the loop follows does not exist: a ``--jtl`` that is not the
+    file given to ``jmeter -l`` would otherwise look like a test that has not started.
+
+    The first warning comes ``after_ms`` after the first poll that found no file, then one
+    every ``every_ms`` while it is still missing; none once a sample has arrived (JMeter
+    may rotate the file)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        after_ms: int = 10_000,
+        every_ms: int = 60_000,
+        exists: Callable[[str | os.PathLike[str]], bool] = os.path.exists,
+    ) -> None:
+        self.path = path
+        self.after_ms = after_ms
+        self.every_ms = every_ms
+        self._exists = exists
+        self._since_ms: int | None = None
+        self._next_ms: int | None = None
+
+    def observe(self, samples_seen: int, wall_ms: int) -> str | None:
+        if samples_seen or self._exists(self.path):
+            self._since_ms = self._next_ms = None
+            return None
+        if self._since_ms is None:
+            self._since_ms, self._next_ms = wall_ms, wall_ms + self.after_ms
+            return None
+        assert self._next_ms is not None
+        if wall_ms < self._next_ms:
+            return None
+        self._next_ms = wall_ms + self.every_ms
+        waited = (wall_ms - self._since_ms) / 1000.0
+        message = (
+            f"no JTL at {os.fspath(self.path)} after {waited:.0f}s: JMeter creates it when "
+            "its test starts; is --jtl the file given to jmeter -l? Until samples arrive "
+            "the rate is held, then lowered to the floor (stale)"
+        )
+        log.warning("%s", message)
+        return message
+
+
 class FleetSource:
     """A ``SampleSource`` that feeds each poll to the fleet and the lag watch.
 
@@ -318,10 +363,12 @@ class FleetSource:
         fleet: FleetActuator | None = None,
         lag: JtlLagWatch | None = None,
         wall_ms: Callable[[], int] = system_wall_ms,
+        missing: JtlMissingWatch | None = None,
     ) -> None:
         self.inner = inner
         self.fleet = fleet
         self.lag = lag if lag is not None else JtlLagWatch()
+        self.missing = missing
         self._wall_ms = wall_ms
         self.samples_seen = 0
 
@@ -336,7 +383,10 @@ class FleetSource:
     def poll(self) -> SampleBatch:
         batch = self.inner.poll()
         self.samples_seen += len(batch)
-        self.lag.observe(batch, self._wall_ms())
+        wall = self._wall_ms()
+        self.lag.observe(batch, wall)
+        if self.missing is not None:
+            self.missing.observe(self.samples_seen, wall)
         if self.fleet is not None:
             mono = self.fleet.timer_ms()
             self.fleet.observe(batch, mono)

@@ -22,7 +22,12 @@ import threading
 from collections.abc import Callable, Collection
 
 from loadguard.actuator.engines import Actuator, DryRunActuator, EngineSet
-from loadguard.actuator.fleet import FleetActuator, FleetSource, RemoteTestEndProbe
+from loadguard.actuator.fleet import (
+    FleetActuator,
+    FleetSource,
+    JtlMissingWatch,
+    RemoteTestEndProbe,
+)
 from loadguard.console import ConsoleReporter
 from loadguard.decisions import DecisionLogWriter, log_cause
 from loadguard.errors import INTERNAL_ERROR_EXIT, DecisionLogError, EngineError
@@ -258,7 +263,7 @@ def attach(cfg: SidecarConfig) -> LoopOutcome:
     probe: EngineProbe | None = EngineGoneProbe(cfg.engines) if not cfg.dry_run else None
     fleet = fleet_actuator(cfg) if cfg.remotes and not cfg.dry_run else None
     # The source warns when the JTL lags the wall clock and feeds the fleet's loss rules.
-    source = FleetSource(follower, fleet)
+    source = FleetSource(follower, fleet, missing=JtlMissingWatch(cfg.paths.jtl))
     if cfg.remotes:
         # Engines outlive a distributed test: it is over when they run no threads.
         probe = RemoteTestEndProbe(source, cfg.engines)

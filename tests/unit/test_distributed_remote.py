@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from loadguard.actuator.fleet import JtlLagWatch, thread_owner
+from loadguard.actuator.fleet import JtlLagWatch, JtlMissingWatch, thread_owner
 from loadguard.errors import UsageError
 from loadguard.jmeter.remote import (
     ControllerSpec,
@@ -176,3 +176,18 @@ def test_lag_watch_ignores_empty_polls() -> None:
     watch = JtlLagWatch()
     assert watch.observe(SampleBatch.empty(), 5000) is None
     assert watch.polls == 0
+
+
+def test_a_missing_jtl_is_named_after_the_grace_then_once_a_minute():
+    watch = JtlMissingWatch("results.jtl", after_ms=10_000, every_ms=60_000, exists=lambda p: False)
+    said = [watch.observe(0, t) for t in range(0, 130_001, 2000)]
+    times = [t for t, m in zip(range(0, 130_001, 2000), said, strict=True) if m]
+    assert times == [10_000, 70_000, 130_000]
+    assert "no JTL at results.jtl after 10s" in said[5]
+
+
+def test_a_jtl_that_exists_or_has_delivered_samples_is_not_missing():
+    present = JtlMissingWatch("r.jtl", after_ms=0, exists=lambda p: True)
+    assert [present.observe(0, t) for t in (0, 1000, 99_000)] == [None, None, None]
+    rotated = JtlMissingWatch("r.jtl", after_ms=0, exists=lambda p: False)
+    assert [rotated.observe(5, t) for t in (0, 1000, 99_000)] == [None, None, None]
