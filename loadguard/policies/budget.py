@@ -793,6 +793,11 @@ class BudgetPolicy:
                     return hold(obs, rate, "evidence", **detail)
                 else:
                     target = min(target, cap)
+            elif self.past_lift:
+                # past a lifted ceiling the knee is near but where is unknown (a JIT
+                # warms for minutes): probe as BBR does, by two of the count's
+                # resolutions a window, not by blind half steps
+                target = min(target, rate * (1.0 + 2.0 * self._resolution(rate)))
             below = [(r, q) for r, q, _n in curve if r < rate * (1 - 1e-9)]
             if below and self.knee_seen:
                 guess = self._secant(below[-1], here, q_b)
