@@ -178,6 +178,9 @@ class BudgetPolicy:
     relifted: bool = field(default=False, init=False)
     #: the probe past a lifted ceiling was reached: a rise waits for a whole window
     past_lift: bool = field(default=False, init=False)
+    #: the climb follows the lift of a ceiling shown over budget (not a watcher's
+    #: false knee): past its probe, near a seen knee, it probes by two resolutions
+    after_lift: bool = field(default=False, init=False)
     drain_until_ms: int | None = field(default=None, init=False)
     min_mean_ms: float | None = field(default=None, init=False)
     #: the ceiling before a delivery cut lowered it (restored once the queue is empty)
@@ -371,6 +374,7 @@ class BudgetPolicy:
                 # the plant changed: what was known of its knee is stale (the slow
                 # start's evidence rules again), but a knee was there: half steps
                 self.knee_seen, self.relifted, self.past_lift = False, True, False
+                self.after_lift = True
                 # evidence from the recent windows that showed the change on: the older
                 # quarters at r describe the plant before it (a cold JIT's latencies
                 # would be the knee watcher's idle reference, and a warm knee would
@@ -793,7 +797,7 @@ class BudgetPolicy:
                     return hold(obs, rate, "evidence", **detail)
                 else:
                     target = min(target, cap)
-            elif self.past_lift:
+            elif self.past_lift and self.knee_seen and self.after_lift:
                 # past a lifted ceiling the knee is near but where is unknown (a JIT
                 # warms for minutes): probe as BBR does, by two of the count's
                 # resolutions a window, not by blind half steps
@@ -822,6 +826,7 @@ class BudgetPolicy:
                 # old ceiling judges it now
                 back, self.ceiling, self.watched = self.ceiling, None, None
                 self.lifted = back  # past it: one small probe, then half steps
+                self.after_lift = False  # no knee was there
                 return self._move(obs, rate, back, "within_budget", **detail)
             return hold(obs, rate, "resolved", **detail)
         return self._move(obs, rate, target, "within_budget", **detail)

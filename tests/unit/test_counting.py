@@ -415,3 +415,25 @@ def test_the_evidence_after_a_lift_starts_at_the_windows_that_showed_it() -> Non
     since = BudgetPolicy._recent_from(view, 0)  # type: ignore[arg-type]
     assert since == int(starts[-2 * PARTS])
     assert BudgetPolicy._recent_from(SimpleNamespace(current=lambda: None), 5) == 5  # type: ignore[arg-type]
+
+
+def test_past_a_lifted_ceiling_near_a_seen_knee_each_rise_is_two_resolutions() -> None:
+    # a service that warms for minutes (2.5x over 400 s): after the lift, blind half
+    # steps overshot the still-rising capacity (71.5 -> 101 req/s, three windows over)
+    sc = Scenario(
+        servers=8, service=ServiceDist("exp", 0.050), queue=200,
+        warmup=Warmup(2.5, 400.0), duration_s=240.0, seed=2,
+    )  # fmt: skip
+    spec = dataclasses.replace(
+        SloSpec.from_options(p95="500ms", error_rate="1%"), violation_budget=0.05
+    )
+    run = simulate(sc, spec, build_policy("tally", spec, lag_ms=2000))
+    ticks = run.ticks
+    lift = next(i for i, t in enumerate(ticks) if t.decision.reason == "ceiling_lifted")
+    rises = [t.decision for t in ticks[lift:] if t.decision.reason == "within_budget"]
+    probe, past = rises[0], rises[1:]
+    assert past, "no climb past the probe"
+    for d in past:
+        assert d.new_rate <= d.old_rate * (1 + 2 / math.sqrt(d.old_rate * 10.0)) * (1 + 1e-9)
+    assert probe.new_rate > probe.old_rate
+    assert not any(t.decision.reason == "over_budget" for t in ticks[lift:])
