@@ -39,6 +39,20 @@ X falls below the confirmed floor f (a rate already shown within budget) by more
 the bin's three Poisson sigmas, :math:`X < f (1 - 3/\sqrt{f s})`, is the plant's change,
 not the rate's overshoot, and its drain's windows are not counted.
 
+**A capacity that rises while tracking.** The tracker moves by :math:`γB` a window
+(0.4 % at 60 req/s), so it cannot follow a service that warms up for minutes (a JIT).
+Its evidence is pooled over the tracked rates, which differ by a few γ: the
+*reference* is the first two windows' quarters sent while tracking (taken again, from
+then on, when the rate falls below its lowest rate: lower down, a lower exceedance says
+nothing; and after a drain), the *recent* evidence the last two windows' quarters, all
+at or above the reference's rates. When the recent share's upper bound has fallen
+below the reference's lower bound by more than the ceiling was over budget
+(:math:`\ln q_{lo,ref} - \ln q_{hi,recent} > \ln(q_c/q_B(c))`: the old ceiling would
+now be within budget), or the reference's
+median now lies above the recent p75, the plant got faster: the ceiling is lifted as
+``budget`` lifts it (``budget``'s search again, from the rate held, its evidence from
+the recent windows) and tracking resumes once that search resolves.
+
 **Events.** While tracking, a breaching window whose delivered rate falls short of the
 rate sent (a queue grows: ``BudgetPolicy._overloaded``) takes budget's delivery cut
 (past capacity the delivery rate is the capacity, TCP BBR), with the tracker's rate set
@@ -55,7 +69,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from loadguard.ledger import LedgerView
+import numpy as np
+
+from loadguard.evidence import Evidence, histogram, pool
+from loadguard.exceedance import Prediction, jeffreys
+from loadguard.ledger import COL_MAX, COL_N, HIST_BINS, PARTS, Criterion, LedgerView, hist_edge_ms
 from loadguard.observation import Observation, Zone
 from loadguard.policies.base import Decision, decide, hold
 from loadguard.policies.budget import BudgetPolicy, _poisson_band
@@ -82,6 +100,10 @@ class TallyPolicy(BudgetPolicy):
     dropped: bool = field(default=False, init=False)
     judged: int = field(default=0, init=False)
     violated: int = field(default=0, init=False)
+    #: the send time from which the tracker's evidence counts
+    track_since_ms: int = field(default=0, init=False)
+    #: (lowest rate, binding SLO j, tail bin) of the tracker's reference
+    track_ref: tuple[float, int, int | None] | None = field(default=None, init=False)
 
     def _gain(self, rate: float) -> float:
         return STEP_RESOLUTIONS * self._resolution(rate)
@@ -146,6 +168,8 @@ class TallyPolicy(BudgetPolicy):
             d = super().decide(obs)  # budget's drain, returning to _setpoint
             if self.drain_until_ms is None:
                 self.next_ms = obs.timer_ms + self.window_ms
+                # the drain's quarters are no reference: start it again after them
+                self._restart_reference(view.watermark_ms or obs.wall_ms)
             return d
         if obs.zone is Zone.BREACH and self._overloaded(view, rate):
             if self._stalled(view, rate):
@@ -160,6 +184,8 @@ class TallyPolicy(BudgetPolicy):
         if obs.timer_ms < self.next_ms or obs.zone is Zone.NO_DATA:
             return hold(obs, rate, "tracking")
         self.next_ms = obs.timer_ms + self.window_ms
+        if self._faster(view, rate):
+            return self._lift_from_tracking(obs, view, rate)
         bad = obs.zone is Zone.BREACH
         self.judged += 1
         self.violated += int(bad)
@@ -171,12 +197,152 @@ class TallyPolicy(BudgetPolicy):
             debt=round(self.debt, 4),
         )  # fmt: skip
 
+    def _quarters(self, view: LedgerView) -> list[tuple[float, np.ndarray]]:
+        """(rate, row) of every mature quarter sent since ``track_since_ms``, in order."""
+        out = []
+        for e in view.epochs:
+            for row in e.rows[e.starts_ms >= self.track_since_ms]:
+                out.append((e.rate, row))
+        return out
+
+    @staticmethod
+    def _epoch_blocks(quarters: list[tuple[float, np.ndarray]]) -> list[np.ndarray]:
+        """The quarters' rows, one block per epoch: whole windows never straddle two."""
+        blocks: list[list[np.ndarray]] = []
+        last: float | None = None
+        for r, row in quarters:
+            if last is None or r != last:
+                blocks.append([])
+            blocks[-1].append(row)
+            last = r
+        return [np.vstack(b) for b in blocks]
+
+    def _pool(self, view: LedgerView, quarters: list[tuple[float, np.ndarray]]) -> Evidence:
+        return pool(
+            self._epoch_blocks(quarters), view.criteria, min(r for r, _ in quarters),
+            self.window_ms, self.confidence, min_samples=self.min_samples,
+        )  # fmt: skip
+
+    def _counts(
+        self, view: LedgerView, quarters: list[tuple[float, np.ndarray]], j: int, b: int | None
+    ) -> Prediction | None:
+        """The quarters' count over the threshold of criterion j (``b`` None), or of
+        their latencies in histogram bins >= b, pooled as an SLO's count is (``pool``:
+        its dispersion measured over the windows and quarters)."""
+        if b is None:
+            crit = view.criteria[j]
+            rows = [(r, row[[COL_N, COL_MAX, 2 + 2 * j, 3 + 2 * j]]) for r, row in quarters]
+        else:
+            h = view.hist_col
+            allowed = [c.allowed for c in view.criteria if c.percentile and c.allowed > 0]
+            crit = Criterion("tail", max(allowed), hist_edge_ms(b))
+            rows = [
+                (r, np.array([row[COL_N], row[COL_MAX], row[h : h + HIST_BINS].sum(),
+                              row[h + b : h + HIST_BINS].sum()], np.int64))
+                for r, row in quarters
+            ]  # fmt: skip
+        if not rows:
+            return None
+        ev = pool(
+            self._epoch_blocks(rows), (crit,), min(r for r, _ in rows), self.window_ms,
+            self.confidence, min_samples=self.min_samples,
+        )  # fmt: skip
+        return ev.predictions[0] if ev.predictions else None
+
+    def _restart_reference(self, now_ms: int) -> None:
+        """The tracker's reference is taken again, from samples sent a window after
+        ``now_ms``: the rate was just changed, and the first window after a cut still
+        queues behind what the higher rate sent (``BudgetPolicy._blocks``)."""
+        self.track_ref = None
+        self.track_since_ms = now_ms + self.window_ms
+
+    def _faster(self, view: LedgerView, rate: float) -> bool:
+        """Has the plant got faster since the tracker's reference (module doc)?"""
+        if self.track_ref is not None and rate < self.track_ref[0] * (1 - 1e-9):
+            # lower down, a lower exceedance says nothing: start again
+            self._restart_reference(view.watermark_ms or 0)
+        quarters = self._quarters(view)
+        span = 2 * PARTS
+        if len(quarters) < span:
+            return False
+        if self.track_ref is None:
+            first = quarters[:span]
+            j = self._pool(view, first).binding()
+            if j is None:
+                return False
+            b = None
+            if any(c.percentile and c.allowed > 0 for c in view.criteria):
+                a = max(c.allowed for c in view.criteria if c.percentile and c.allowed > 0)
+                hist = histogram(self._epoch_blocks(first), view.hist_col, self.window_ms)
+                over = np.cumsum(hist[::-1])[::-1]  # samples in bins >= b
+                b = int(np.argmax(over <= a * int(hist.sum())))
+            self.track_ref = (min(r for r, _ in first), j, b)
+            return False
+        low, j, b = self.track_ref
+        if len(quarters) < 3 * span:
+            return False
+        parts = (quarters[-2 * span : -span], quarters[-span:])
+        if min(r for part in parts for r, _ in part) < low * (1 - 1e-9):
+            return False
+        margin = self.ceiling_margin if self.ceiling_margin is not None else 0.0
+        # the count over T by more than the ceiling was over budget (the old ceiling
+        # would now be within budget); the tail over the reference's p(1-a), which
+        # has counts where T has none (far below the knee), by any significant fall
+        tests = [(None, margin)] + ([(b, 0.0)] if b is not None else [])
+        return any(self._fell(view, quarters, span, j, bin_, m) for bin_, m in tests)
+
+    def _fell(
+        self,
+        view: LedgerView,
+        quarters: list[tuple[float, np.ndarray]],
+        span: int,
+        j: int,
+        b: int | None,
+        margin: float,
+    ) -> bool:
+        """The reference's count (its first ``span`` quarters) against each of the last
+        two spans: the share's 90 % intervals apart by more than ``margin`` (in ln q),
+        each at the sample size the larger of the two measured dispersions leaves (a
+        quiet spell measures a low one: on the outage plant a span's own estimate of 1
+        against the reference's 25 let a fall pass; the dispersion over every quarter
+        since the reference is no better, as the change itself inflates it). Both spans
+        must show it: near a knee a quiet spell lasts a window or two, and the test runs
+        every window."""
+        ref = self._counts(view, quarters[:span], j, b)
+        if ref is None or ref.exceed == 0:
+            return False
+        for part in (quarters[-2 * span : -span], quarters[-span:]):
+            p = self._counts(view, part, j, b)
+            if p is None:
+                return False
+            phi = max(1.0, ref.dispersion.estimate, p.dispersion.estimate)
+            lo = jeffreys(ref.exceed / phi, ref.samples / phi, self.confidence)[0]
+            hi = jeffreys(p.exceed / phi, p.samples / phi, self.confidence)[1]
+            if lo <= 0.0 or math.log(lo) - math.log(hi) <= margin:
+                return False
+        return True
+
+    def _lift_from_tracking(self, obs: Observation, view: LedgerView, rate: float) -> Decision:
+        """The plant got faster: ``budget``'s lift, and its search from the rate held."""
+        self.tracking = False
+        self.track_ref = None
+        self.lifted = rate if self.ceiling is None else max(self.ceiling, rate)
+        self.ceiling = self.ceiling_margin = self.reference = None
+        self.knee_seen, self.relifted, self.past_lift = False, True, False
+        self.after_lift = True
+        self.floor, self.floor_confirmed = rate, True
+        self.since_ms = self._recent_from(view, self.track_since_ms)
+        return hold(obs, rate, "ceiling_lifted", lifted=round(self.lifted, 3))
+
     def _search(self, obs: Observation) -> Decision:
         """budget's decisions until its bracket resolves."""
         d = super().decide(obs)
         if d.reason != "resolved":
             return d
         self.tracking = True
+        self._restart_reference(
+            obs.ledger.watermark_ms or obs.wall_ms if obs.ledger else obs.wall_ms
+        )
         self.next_ms = obs.timer_ms + self.window_ms
         debt = self.debt
         self.track_rate = self._settle(d.new_rate)
