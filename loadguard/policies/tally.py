@@ -41,15 +41,16 @@ not the rate's overshoot, and its drain's windows are not counted.
 
 **A capacity that rises while tracking.** The tracker moves by :math:`γB` a window
 (0.4 % at 60 req/s), so it cannot follow a service that warms up for minutes (a JIT).
-Its evidence is pooled over the tracked rates, which differ by a few γ: the
-*reference* is the first two windows' quarters sent while tracking (taken again, from
-then on, when the rate falls below its lowest rate: lower down, a lower exceedance says
-nothing; and after a drain), the *recent* evidence the last two windows' quarters, all
-at or above the reference's rates. When the recent share's upper bound has fallen
-below the reference's lower bound by more than the ceiling was over budget
-(:math:`\ln q_{lo,ref} - \ln q_{hi,recent} > \ln(q_c/q_B(c))`: the old ceiling would
-now be within budget), or the reference's
-median now lies above the recent p75, the plant got faster: the ceiling is lifted as
+Its evidence is pooled over the tracked rates, which differ by a few γ: the *reference*
+is the first two windows' quarters sent a window after tracking starts (taken again
+after a drain, and when the rate falls below the reference's lowest rate: lower down, a
+lower exceedance says nothing). Every window the last two spans of two windows, all at
+or above the reference's rates, are compared with it. When, in both spans, the share
+over T has fallen by more than the ceiling was over budget (:math:`\ln q_{lo,ref} -
+\ln q_{hi} > \ln(q_c/q_B(c))`: the old ceiling would now be within budget), or the
+share over the reference's own p(1-a) (which has counts where T has none) has fallen
+significantly -- each pair of 90 % intervals at the sample size the larger of the two
+measured dispersions leaves -- the plant got faster: the ceiling is lifted as
 ``budget`` lifts it (``budget``'s search again, from the rate held, its evidence from
 the recent windows) and tracking resumes once that search resolves.
 

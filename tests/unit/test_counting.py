@@ -437,3 +437,26 @@ def test_past_a_lifted_ceiling_near_a_seen_knee_each_rise_is_two_resolutions() -
         assert d.new_rate <= d.old_rate * (1 + 2 / math.sqrt(d.old_rate * 10.0)) * (1 + 1e-9)
     assert probe.new_rate > probe.old_rate
     assert not any(t.decision.reason == "over_budget" for t in ticks[lift:])
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known miss: one paused quarter sets a ceiling that holds the run "
+    "(docs/controller.md, Eleventh pass)",
+)
+def test_a_pause_early_in_the_slow_start_sets_no_ceiling() -> None:
+    # the real TeaStore after a reset served 5 req/s, then paused for a second: the
+    # ceiling set on that one quarter at 10 req/s held the run at 7 req/s
+    from loadguard.lab.simulate.features import Outage
+
+    sc = Scenario(
+        servers=8, service=ServiceDist("exp", 0.050), queue=200,
+        outages=(Outage(8.0, 1.0),), duration_s=240.0, seed=1,
+    )  # fmt: skip
+    spec = dataclasses.replace(
+        SloSpec.from_options(p95="250ms", error_rate="1%"), violation_budget=0.05
+    )
+    run = simulate(sc, spec, build_policy("tally", spec, lag_ms=2000))
+    reasons = [t.decision.reason for t in run.ticks]
+    assert "cold_start" in reasons
+    assert max(t.decision.new_rate for t in run.ticks) > 0.5 * 144.0
