@@ -24,6 +24,12 @@ bins bounds that of the windows the user reads), and the successful ones give th
 *delivered* rate (TCP BBR's delivery rate: past capacity it is the capacity; a failure
 answered at once by a full queue delivers nothing).
 
+A *hang* is a span in which a request was in flight and nothing completed: in
+completion order, from the later of a sample's send time and the previous completion to
+its own completion. The ledger keeps those longer than the smallest latency threshold
+(a shorter one explains no exceedance); the policy tells a pause of the plant from a gap
+of its arrivals (``BudgetPolicy._hang``).
+
 Memory: one row of ``2 + 2C + HIST_BINS`` integers per sub-window of the run (a 10 s window and 4
 parts: 1,440 rows an hour) plus one count per completion bin: O(run length / w), never
 O(samples). The ledger is fed by the loop (``add``, ``rate_in_force``) like the
@@ -47,6 +53,10 @@ I64 = npt.NDArray[np.int64]
 #: Sub-windows per window. The Pearson dispersion statistic wants about 5 expected counts
 #: per cell; at ``min_samples`` = 20 per window (the default) a quarter holds 5.
 PARTS = 4
+
+#: Hangs a ledger keeps (the newest): a policy reads those overlapping the evidence at
+#: the rate in force, which hangs older than a few windows never do.
+MAX_HANGS = 64
 
 #: Columns of a sub-window row before the criteria's counts.
 COL_N, COL_MAX = 0, 1
@@ -154,6 +164,9 @@ class LedgerView:
     #: force (a quarter's count is too noisy to tell a rate 10 % past capacity)
     delivered_epoch_rps: float | None = None
     delivered_epoch_bins: int = 0
+    #: the latest *hangs* (oldest first): spans ``(from_ms, to_ms)`` in which a request
+    #: was in flight and nothing completed, longer than the smallest latency threshold
+    hangs: tuple[tuple[int, int], ...] = ()
 
     def current(self) -> EpochView | None:
         return self.epochs[-1] if self.epochs else None
@@ -193,6 +206,12 @@ class ExceedanceLedger:
         #: per completion bin: all completions, then each criterion's (counted, over)
         self._cbins: dict[int, I64] = {}
         self.watermark_ms: int | None = None
+        #: the newest completion time fed (for the hangs); spans in flight with no
+        #: completion longer than the smallest latency threshold are kept (the last
+        #: ``MAX_HANGS``): a hang shorter than every threshold explains no exceedance
+        self._last_end_ms: int | None = None
+        self._hang_min_ms = min(latency) if latency else None
+        self._hangs: list[tuple[int, int]] = []
 
     # ---------------------------------------------------------------- feeding
     def rate_in_force(self, rate: float, pushed_at_ms: int) -> None:
@@ -222,6 +241,7 @@ class ExceedanceLedger:
         end = start + elapsed
         newest = int(end.max())
         self.watermark_ms = newest if self.watermark_ms is None else max(newest, self.watermark_ms)
+        self._note_hangs(start, end)
         # completions by completion time, for the delivered rate
         assert self._origin is not None
         ok_end = end[batch.success]
@@ -268,6 +288,27 @@ class ExceedanceLedger:
                 np.add.at(epoch.rows[:, 2 + 2 * j], sub, counted[sel, j])
                 np.add.at(epoch.rows[:, 3 + 2 * j], sub, exceed[sel, j])
             np.add.at(epoch.rows, (sub, self.hist_col + hist_bin(elapsed[sel])), 1)
+
+    def _note_hangs(self, start: I64, end: I64) -> None:
+        """In completion order, each sample's *busy gap*: from the later of its send time
+        and the previous completion, to its own completion. While a request is in flight a
+        plant that serves completes something; a gap in which nothing completes is a hang
+        (a pause, a stop-the-world collection) or one long service. The first completion
+        fed has no previous one and no gap."""
+        if self._hang_min_ms is None:
+            return
+        order = np.argsort(end, kind="stable")
+        e_s, s_s = end[order], start[order]
+        prev = np.empty_like(e_s)
+        prev[1:] = e_s[:-1]
+        prev[0] = e_s[0] if self._last_end_ms is None else self._last_end_ms
+        prev = np.maximum.accumulate(prev)
+        busy_from = np.maximum(prev, s_s)
+        for i in np.flatnonzero(e_s - busy_from > self._hang_min_ms).tolist():
+            self._hangs.append((int(busy_from[i]), int(e_s[i])))
+        del self._hangs[:-MAX_HANGS]
+        newest = int(e_s[-1])
+        self._last_end_ms = newest if self._last_end_ms is None else max(self._last_end_ms, newest)
 
     # ---------------------------------------------------------------- reading
     def mature_before_ms(self) -> int | None:
@@ -321,6 +362,7 @@ class ExceedanceLedger:
             delivered_mean,
             epoch_x,
             epoch_bins,
+            tuple(self._hangs),
         )
 
     def _delivered_epoch(self, from_ms: int | None) -> tuple[float | None, int]:

@@ -44,6 +44,16 @@ its floor). Then, every tick:
 * **stalled**: over budget while the target delivers under :math:`r/ρ^2` (less than one
   overshooting ramp step can explain: it hung, an outage, not a capacity): no ceiling is
   set; the rate drops by ρ for the drain, then returns to the floor.
+* **hung**: over budget, probably over, or the knee watcher firing, where a *hang*
+  ended within the evidence at r (``LedgerView.hangs``: a span with a request in flight
+  and nothing completed) longer than the binding SLO's threshold T and than the longest
+  gap between completions Poisson arrivals at r leave in a window at confidence c,
+  :math:`G > \ln(rW/(1-c))/r` (a queue past capacity completes all along: its servers
+  are busy): the exceedance is the hang's, not the rate's. No ceiling, no verdict; the
+  rate stays and the evidence restarts a window after the hang ended (what is sent
+  meanwhile queues behind its backlog). The real TeaStore, reset before a run, paused
+  for a second at 8 s; that one quarter at 10 req/s had set a ceiling that held the run
+  at 7 req/s.
 * **undecided**: HOLD. Evidence accumulates (pooled over every sample sent at r), the
   bounds narrow, and that is where the time goes near the knee.
 
@@ -392,6 +402,9 @@ class BudgetPolicy:
             # so go back to the floor (shown within budget), or half a ramp step down
             # without one; the evidence at r stays pooled for the next visit, and r is
             # no ceiling until it is shown.
+            hang = self._hang(view, rate, ev.binding())
+            if hang is not None:
+                return self._excuse(obs, rate, hang, detail)
             if self.floor is not None and self.floor_confirmed and self.floor < rate:
                 back = self.floor
             else:
@@ -407,8 +420,12 @@ class BudgetPolicy:
             return self._move(obs, rate, back, "likely_over", **detail)
         # Slow start: with no rate over budget yet, a step that proves too high costs
         # one cut, so the point estimate decides; near a ceiling, the upper bound does.
-        if self.ceiling is None:
-            mid = self._step_back(view, rate) if self._watch_knee(view, rate) else None
+        if self.ceiling is None and self._watch_knee(view, rate):
+            hang = self._hang(view, rate, ev.binding())
+            if hang is not None:
+                self.knee_seen = False  # the shift the watcher saw was the hang's
+                return self._excuse(obs, rate, hang, detail)
+            mid = self._step_back(view, rate)
             if mid is not None:
                 return self._move(obs, rate, mid, "knee_watch", **detail)
         far = self.ceiling is None and not self.knee_seen
@@ -613,6 +630,9 @@ class BudgetPolicy:
         below = [(r, q) for r, q, _n in curve if r < rate * (1 - 1e-9)]
         if self._stalled(view, rate):
             return self._stall(obs, view, rate, detail)
+        hang = self._hang(view, rate, j)
+        if hang is not None:
+            return self._excuse(obs, rate, hang, detail)
         if self._cold_start(view, rate):
             # the first verdict, at the start rate, nothing below it and the plant keeping
             # up with what is sent: a cold service (a JIT, empty caches) looks like this,
@@ -655,6 +675,42 @@ class BudgetPolicy:
             target = max(target, math.sqrt(tentative * rate))
         target = min(target, rate * (1 - self._resolution(rate)))
         return self._move(obs, rate, target, "over_budget", **detail)
+
+    def _hang(self, view: LedgerView, rate: float, j: int | None) -> tuple[int, int] | None:
+        r"""The latest hang (``LedgerView.hangs``: a span with a request in flight and no
+        completion) that ends within the evidence at r, if it explains an exceedance and is
+        no gap of the rate: longer than the binding SLO's threshold T, and than the
+        longest gap between completions that Poisson arrivals at r leave in a window
+        (:math:`P(\max \text{gap} > G) \approx rW e^{-rG}`) at the confidence c,
+        :math:`G > \ln(rW/(1-c))/r`. A queue past capacity completes without a pause
+        (its servers are busy); a plant that paused completes nothing."""
+        if not view.hangs or j is None:
+            return None
+        blocks = [b for b in self._blocks(view, rate, self.since_ms) if b.shape[0]]
+        starts = [
+            int(e.starts_ms[e.starts_ms >= self.since_ms][0])
+            for e in view.epochs
+            if same_rate(e.rate, rate) and (e.starts_ms >= self.since_ms).any()
+        ]
+        if not blocks or not starts:
+            return None
+        t = view.criteria[j].threshold_ms
+        n_w = max(rate * self.window_ms / 1000.0, 1.0)
+        g_min = max(t or 0.0, 1000.0 * math.log(n_w / (1.0 - self.confidence)) / rate)
+        for a, b in reversed(view.hangs):
+            if b > min(starts) and b - a > g_min:
+                return a, b
+        return None
+
+    def _excuse(
+        self, obs: Observation, rate: float, hang: tuple[int, int], detail: dict[str, float | str]
+    ) -> Decision:
+        """The exceedance at r is a hang's that has ended (its span is known from the
+        completion that ended it): no verdict on the rate. The rate stays, and the evidence
+        restarts a window after the hang's end, as after a cut: what is sent meanwhile
+        queues behind the hang's backlog (``_blocks``)."""
+        self.since_ms = max(self.since_ms, hang[1] + self.window_ms)
+        return hold(obs, rate, "hang", hang_ms=hang[1] - hang[0], **detail)
 
     def _cold_start(self, view: LedgerView, rate: float) -> bool:
         """The start rate's first verdict over budget, with no other rate visited, the
