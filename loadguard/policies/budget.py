@@ -680,10 +680,12 @@ class BudgetPolicy:
         r"""The latest hang (``LedgerView.hangs``: a span with a request in flight and no
         completion) that ends within the evidence at r, if it explains an exceedance and is
         no gap of the rate: longer than the binding SLO's threshold T, and than the
-        longest gap between completions that Poisson arrivals at r leave in a window
-        (:math:`P(\max \text{gap} > G) \approx rW e^{-rG}`) at the confidence c,
-        :math:`G > \ln(rW/(1-c))/r`. A queue past capacity completes without a pause
-        (its servers are busy); a plant that paused completes nothing."""
+        longest of the n gaps between the evidence's completions that a busy plant
+        delivering x = min(r, delivered rates: the epoch's pooled, the last quarter's) leaves
+        (:math:`P(\max \text{gap} > G) \approx n e^{-xG}`) at the confidence c,
+        :math:`G > \ln(n/(1-c))/x`, with n at least rW. A queue past capacity completes at
+        its service rate without a pause (a one-server plant's long service is such a
+        gap: x, not r, sets its scale); a plant that paused completes nothing."""
         if not view.hangs or j is None:
             return None
         blocks = [b for b in self._blocks(view, rate, self.since_ms) if b.shape[0]]
@@ -695,8 +697,12 @@ class BudgetPolicy:
         if not blocks or not starts:
             return None
         t = view.criteria[j].threshold_ms
-        n_w = max(rate * self.window_ms / 1000.0, 1.0)
-        g_min = max(t or 0.0, 1000.0 * math.log(n_w / (1.0 - self.confidence)) / rate)
+        # a busy plant completes at the delivered rate, not the sent one (past capacity
+        # the gaps are the service's, 1/x apart), and over every completion of the
+        # evidence, not one window's
+        x = min([rate] + [v for v in (view.delivered_epoch_rps, view.delivered_rps) if v])
+        n = max(sum(b.shape[0] for b in blocks), rate * self.window_ms / 1000.0, 1.0)
+        g_min = max(t or 0.0, 1000.0 * math.log(n / (1.0 - self.confidence)) / x)
         for a, b in reversed(view.hangs):
             if b > min(starts) and b - a > g_min:
                 return a, b

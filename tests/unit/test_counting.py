@@ -483,3 +483,15 @@ def test_a_queue_past_capacity_leaves_no_hang_the_policy_reads() -> None:
     rate = 1.2 * 144.0
     bound = max(250.0, 1000.0 * math.log(rate * 10 / 0.1) / rate)
     assert all(b - a <= bound for a, b in run.ledger.view(60_000).hangs)
+
+
+def test_a_one_server_plants_long_service_past_capacity_is_no_hang() -> None:
+    # tiny (M/M/1, 167 ms) at 4.9 req/s, past its 3.4: seed 103 serves one request for
+    # 1.46 s at 57 s. That is the service's own tail at the delivered rate (1/x apart),
+    # not a pause; measured against the sent rate's gaps it was excused as a hang
+    plant = BY_KEY["tiny"]
+    spec = dataclasses.replace(plant.spec(), violation_budget=0.05)
+    run = simulate(plant.with_run(100.0, 103), spec, build_policy("tally", spec, lag_ms=2000))
+    assert run.ledger is not None
+    assert any(b - a > 1400 for a, b in run.ledger.view(100_000).hangs)
+    assert "hang" not in {t.decision.reason for t in run.ticks}
