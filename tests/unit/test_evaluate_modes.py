@@ -71,3 +71,15 @@ def test_the_real_suite_runs_the_default_policy_for_240_s_unless_told(tmp_path: 
 def test_a_real_suite_run_shorter_than_a_minute_is_refused() -> None:
     with pytest.raises(UsageError, match="at least 60s"):
         modes.real_suite_config(policies=(), duration_s=30.0, out=None)
+
+
+def test_real_suite_repetitions_are_rounds_of_the_policies(tmp_path: Path) -> None:
+    cfg = modes.real_suite_config(
+        policies=("tally,threezone",), duration_s=None, out=tmp_path, repetitions=3
+    )
+    assert cfg.rounds == 3
+
+
+def test_real_suite_repetitions_below_one_are_refused() -> None:
+    with pytest.raises(UsageError, match="--repetitions"):
+        modes.real_suite_config(policies=(), duration_s=None, out=None, repetitions=0)

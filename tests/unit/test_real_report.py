@@ -121,3 +121,14 @@ def test_a_later_invocation_replaces_its_plants_and_keeps_the_others(tmp_path: P
     write(merged, doc)
     text = doc.read_text()
     assert "--plants mm8` on commit `def5678`" in text and "60 s runs): large" in text
+
+
+def test_runs_of_several_rounds_are_told_apart_in_the_table(tmp_path: Path) -> None:
+    data = _data(tmp_path / "gone")
+    mm8 = data["plants"][0]  # type: ignore[index]
+    first = mm8["runs"][0]
+    mm8["runs"] = [{**first, "round": 1}, {**first, "round": 2}]
+    doc = tmp_path / "controller-jmeter.md"
+    write(data, doc)
+    text = doc.read_text(encoding="utf-8")
+    assert "| gradient, round 1 |" in text and "| gradient, round 2 |" in text

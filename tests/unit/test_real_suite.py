@@ -193,3 +193,14 @@ def test_the_sweep_brackets_the_knee_up_or_down() -> None:
     assert next_fraction([*down, (0.6, _pt(86, 100))], 250.0) is None
     never = [(f, _pt(100 * f, 900)) for f in (0.8, 0.6, 0.4, 0.2, 0.1)]
     assert next_fraction(never, 250.0) is None
+
+
+def test_rounds_alternate_which_policy_meets_the_shared_store_first() -> None:
+    from loadguard.lab.evaluate.real_suite import run_order
+
+    assert run_order(("tally", "threezone"), 3) == [
+        (1, "tally"), (1, "threezone"),
+        (2, "threezone"), (2, "tally"),
+        (3, "tally"), (3, "threezone"),
+    ]  # fmt: skip
+    assert run_order(("knee",), 2) == [(1, "knee"), (2, "knee")]

@@ -99,7 +99,12 @@ def _stop_everything_on_sigterm() -> None:
     multiple=True,
     help="Comma-separated subset of " + ", ".join(s.name for s in SCHEMES) + " (default all).",
 )
-@click.option("--repetitions", type=int, help="Runs per scheme (default 5; quick 1).")
+@click.option(
+    "--repetitions",
+    type=int,
+    help="Runs per scheme (default 5; quick 1); --suite --real: rounds of the policies, the "
+    "order reversed every other round (default 1).",
+)
 @duration_option()
 @click.option(
     "--steady-after", type=DURATION, default="120s", show_default=True,
@@ -167,6 +172,8 @@ def evaluate_cmd(
       loadguard evaluate --suite --policies knee --seeds 101,102,103 --violation-budget 1%
       loadguard evaluate --suite --policies knee --plants 11,12,13   # the holdout plants
       loadguard evaluate --suite --real --plants mm8,teastore --duration 240s
+      loadguard evaluate --suite --real --plants teastore --policies tally,threezone \\
+                         --repetitions 2    # tally first, then threezone first
       loadguard evaluate --repetitions 2 --duration 180s --out runs/ --doc docs/evaluation.md \\
                          --render-only    # report again from runs/, nothing re-run
     """
@@ -178,7 +185,9 @@ def evaluate_cmd(
     )
     if suite and real:
         _stop_everything_on_sigterm()
-        real_cfg = modes.real_suite_config(policies=policies, duration_s=duration, out=out)
+        real_cfg = modes.real_suite_config(
+            policies=policies, duration_s=duration, out=out, repetitions=repetitions
+        )
         if render_only:
             doc_path, json_path = modes.rerender_real_suite(plants, doc)
             click.echo(f"report: {doc_path} again from {json_path}", err=True)

@@ -263,16 +263,24 @@ def _now() -> str:
 
 
 def real_suite_config(
-    *, policies: tuple[str, ...], duration_s: float | None, out: Path | None
+    *,
+    policies: tuple[str, ...],
+    duration_s: float | None,
+    out: Path | None,
+    repetitions: int | None = None,
 ) -> RealSuiteConfig:
-    """The real suite's settings: 240 s runs of the default policy unless given."""
+    """The real suite's settings: 240 s runs of the default policy unless given, one round
+    unless ``repetitions`` (rounds, the order reversed every other one)."""
     d = 240.0 if duration_s is None else duration_s
     if d < MIN_REAL_DURATION_S:
         raise UsageError(f"--duration: a real suite run needs at least {MIN_REAL_DURATION_S:g}s")
+    if repetitions is not None and repetitions < 1:
+        raise UsageError("--repetitions: must be >= 1")
     return RealSuiteConfig(
         out_dir=out or Path("results") / datetime.now().strftime("suite-jmeter-%Y%m%d-%H%M%S"),
         duration_s=d,
         policies=parse_policies(policies) if policies else (DEFAULT_POLICY,),
+        rounds=repetitions or 1,
     )
 
 

@@ -35,7 +35,8 @@ def chart(plant: dict[str, Any], duration_s: float, path: Path) -> Path | None:
         colour = COLOURS[i % len(COLOURS)]
         t = [0.0, *(tick for tick, _r in data.ticks)]
         rate = [5.0, *(r for _t, r in data.ticks)]
-        ax.step(t, rate, where="post", color=colour, lw=1.0, label=f"{run['policy']}: rate")
+        nth = f" #{run['round']}" if len({r.get("round", 1) for r in runs}) > 1 else ""
+        ax.step(t, rate, where="post", color=colour, lw=1.0, label=f"{run['policy']}{nth}: rate")
         edges = np.arange(0.0, duration_s + WINDOW_S / 2, WINDOW_S)
         done, _ = np.histogram(data.end[data.ok], bins=edges)
         ax.plot(edges[1:], done / WINDOW_S, "o", ms=2.5, color=colour, label="  ok samples/s")

@@ -65,6 +65,7 @@ def to_json(
                 "runs": [
                     {
                         "policy": run.policy,
+                        "round": run.round,
                         "misses": list(run.misses),
                         "offset_s": run.offset_s,
                         "covered": run.covered,
@@ -78,7 +79,13 @@ def to_json(
                 ],
             }
         )
-    return {**meta, "duration_s": cfg.duration_s, "policies": list(cfg.policies), "plants": plants}
+    return {
+        **meta,
+        "duration_s": cfg.duration_s,
+        "policies": list(cfg.policies),
+        "rounds": cfg.rounds,
+        "plants": plants,
+    }
 
 
 def _meta(meta: dict[str, Any]) -> dict[str, Any]:
@@ -164,8 +171,10 @@ def markdown(data: dict[str, Any], charts: dict[str, str] | None = None) -> str:
             rec = ", ".join(_secs(x) for x in run["recovery_s"]) or "–"
             lo, hi = run["load"]
             cut = "" if run["covered"] else " (cut short)"
+            rounds = {r.get("round", 1) for r in p["runs"]}
+            nth = f", round {run.get('round', 1)}" if len(rounds) > 1 else ""
             out.append(
-                f"| {name} | {_lam(p)} | {run['policy']}{cut} | {_pct(run['violations'])} "
+                f"| {name} | {_lam(p)} | {run['policy']}{nth}{cut} | {_pct(run['violations'])} "
                 f"| {_pct(run['errors'])} | {_pct(run['steady_efficiency'])} "
                 f"| {_secs(run['time_to_90_s'])} | {rec} | {run['collapses']} "
                 f"| {', '.join(run['misses']) or 'none'} | {lo:.2f}–{hi:.2f} |"

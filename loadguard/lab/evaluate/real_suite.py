@@ -12,9 +12,13 @@ For each plant (``loadguard.lab.evaluate.real_plants``):
    instance (a start takes minutes), warmed first by ``TEASTORE_WARMUP_S`` at half its
    nominal rate, and waited on between points until it serves again.
 2. **policies**: each through ``loadguard run`` (``runner.run_scheme``) on a fresh
-   target from 5 req/s, the sidecar's default 2 s tick, the plant's SLO (its p95, 1 %
-   errors), no rate ceiling but the plan's threads; judged by the simulator's own
-   ``suite_metrics.compute`` on ``real_data.run_data`` of the JTL and decision log.
+   target (the real TeaStore: the shared one, reset) from 5 req/s, the sidecar's default
+   2 s tick, the plant's SLO (its p95, 1 % errors), no rate ceiling but the plan's
+   threads; judged by the simulator's own ``suite_metrics.compute`` on
+   ``real_data.run_data`` of the JTL and decision log.
+   With ``rounds`` > 1 the policies run again, in reversed order every other round: a
+   shared store that keeps warming (TeaStore's JIT) favours whichever runs later, so a
+   comparison alternates who meets it colder.
 
 The fixed-rate frontier is *not* measured here (each point would be a full-length run):
 the frontier gap is left empty, and so is its goal criterion.
@@ -65,6 +69,8 @@ class RealSuiteConfig:
     policies: tuple[str, ...] = (DEFAULT_POLICY,)
     seed: int = 1
     tick_ms: int = 2000
+    #: The policies' runs, in rounds; every other round in reversed order.
+    rounds: int = 1
     #: Run no sweep: λ* of every phase given (plant time order), e.g. by a test.
     lambda_stars: tuple[float, ...] | None = None
 
@@ -88,6 +94,7 @@ class RealRun:
     load: tuple[float, float]
     run_dir: Path
     rates: tuple[tuple[float, float], ...] = ()  # (t, rate in force) per tick, run clock
+    round: int = 1
 
 
 @dataclass(frozen=True)
@@ -173,11 +180,12 @@ def policy_run(
     steps: Sequence[tuple[float, float]],
     cfg: RealSuiteConfig,
     home: JMeterHome,
+    round_: int = 1,
 ) -> RealRun:
     """One policy through ``loadguard run`` on a fresh target, judged like the simulator's."""
     ecfg = eval_config(plant, cfg)
     scheme = Scheme(policy, "loadguard", f"LoadGuard {policy}", policy=policy)
-    record = run_scheme(ecfg, scheme, 1, cfg.seed, home)
+    record = run_scheme(ecfg, scheme, round_, cfg.seed, home)
     paths = Paths.in_dir(record.run_dir)
     batch = read_jtl(paths.jtl)
     data = run_data(
@@ -207,7 +215,17 @@ def policy_run(
         load=(record.load_start, record.load_end),
         run_dir=record.run_dir,
         rates=data.ticks,
+        round=round_,
     )
+
+
+def run_order(policies: Sequence[str], rounds: int) -> list[tuple[int, str]]:
+    """(round, policy) in the order run: the given order in odd rounds, reversed in even
+    ones, so each policy meets the shared store first as often as the others."""
+    out: list[tuple[int, str]] = []
+    for k in range(1, rounds + 1):
+        out += [(k, p) for p in (policies if k % 2 else tuple(reversed(policies)))]
+    return out
 
 
 def evaluate_real_plant(
@@ -237,12 +255,13 @@ def evaluate_real_plant(
     steps = tuple((ph.at_s, lam) for ph, lam in zip(plant.phases, lams, strict=True))
     say(f"plant {plant.number} {plant.key}: lambda* measured {steps}")
     runs: list[RealRun] = []
-    for policy in cfg.policies:
+    for round_, policy in run_order(cfg.policies, cfg.rounds):
         t0 = time.monotonic()
-        run = policy_run(plant, policy, steps, cfg, home)
+        run = policy_run(plant, policy, steps, cfg, home, round_)
         runs.append(run)
+        label = policy if cfg.rounds == 1 else f"{policy}, round {round_}"
         say(
-            f"  {policy}: {run.misses or 'goal met'} ({time.monotonic() - t0:.0f} s, "
+            f"  {label}: {run.misses or 'goal met'} ({time.monotonic() - t0:.0f} s, "
             f"offset {run.offset_s:.1f} s, load {run.load[0]:.2f}-{run.load[1]:.2f})"
         )
     return RealPlantResult(plant, tuple(sweeps), steps, tuple(runs))
