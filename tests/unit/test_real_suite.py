@@ -195,6 +195,15 @@ def test_the_sweep_brackets_the_knee_up_or_down() -> None:
     assert next_fraction(never, 250.0) is None
 
 
+def test_a_shared_store_is_swept_from_below_to_its_first_failure() -> None:
+    assert next_fraction([], 500.0, ascending=True) == 0.1
+    low = [(0.1, _pt(12, 330)), (0.2, _pt(24, 420))]
+    assert next_fraction(low, 500.0, ascending=True) == 0.4
+    # one overload and no more: nothing is tried above or below the first failure
+    assert next_fraction([*low, (0.4, _pt(41, 2100))], 500.0, ascending=True) is None
+    assert next_fraction([(0.1, _pt(12, 900))], 500.0, ascending=True) is None
+
+
 def test_rounds_alternate_which_policy_meets_the_shared_store_first() -> None:
     from loadguard.lab.evaluate.real_suite import run_order
 

@@ -15,6 +15,13 @@ the events are shifted so (``shift_capacity``, ``shift_events``).
 ``SWEEP_FRACTIONS``, ending at the first failing point above a passing one; while none
 fails it goes on at ``SWEEP_EXTEND``, and while none passes it goes down
 ``SWEEP_BELOW``. λ* is then ``lambda_star_from_sweep`` over the points.
+
+A target that is shared between the points and slow to recover from an overload (the
+real TeaStore: a flood's backlog keeps its thread pools busy for minutes after its
+status page answers again) is swept **from below** (``ascending``): ``SWEEP_UP`` in
+order, ending at the first failing point, so at most one point overloads it, and the
+cold store's first points are its warm-up. Its nominal λ* is a guess; 0.8 of it was
+past a cold store's knee (docs/controller-jmeter.md, run 5).
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from loadguard.lab.evaluate.suite_metrics import Capacity, RunData
 SWEEP_FRACTIONS: tuple[float, ...] = (0.8, 0.95, 1.1)
 SWEEP_EXTEND: tuple[float, ...] = (1.3, 1.6, 2.0)
 SWEEP_BELOW: tuple[float, ...] = (0.6, 0.4, 0.2, 0.1)
+SWEEP_UP: tuple[float, ...] = (0.1, 0.2, 0.4, 0.6, 0.8, 0.95, 1.1, 1.3, 1.6, 2.0)
 
 
 def run_data(batch: SampleBatch, schedule: OfferedSchedule, duration_s: float) -> RunData:
@@ -72,9 +80,11 @@ def shift_events(
     return tuple((a - offset_s, b - offset_s) for a, b in events)
 
 
-def next_fraction(done: Sequence[tuple[float, SweepPoint]], p95_ms: float) -> float | None:
+def next_fraction(
+    done: Sequence[tuple[float, SweepPoint]], p95_ms: float, ascending: bool = False
+) -> float | None:
     """The next fraction of the nominal λ* to hold, given ``(fraction, point)`` so far;
-    ``None`` when the sweep is done."""
+    ``None`` when the sweep is done. ``ascending``: from below, to the first failure."""
 
     def passes(p: SweepPoint) -> bool:
         return p.p95_ms <= p95_ms and p.error_rate <= 0.01
@@ -82,6 +92,10 @@ def next_fraction(done: Sequence[tuple[float, SweepPoint]], p95_ms: float) -> fl
     tried = [f for f, _ in done]
     passed = [f for f, p in done if passes(p)]
     failed = [f for f, p in done if not passes(p)]
+    if ascending:
+        if failed:
+            return None
+        return next((f for f in SWEEP_UP if f not in tried), None)
     if passed and any(f > max(passed) for f in failed):
         return None
     if done and not passed:

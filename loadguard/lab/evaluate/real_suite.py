@@ -9,8 +9,9 @@ For each plant (``loadguard.lab.evaluate.real_plants``):
    held ``SWEEP_WARMUP_S`` + max(``SWEEP_MIN_S``, ``SWEEP_SAMPLES``/rate) (at most
    ``SWEEP_MAX_S``), measured over the samples started after the warm-up, and
    ``lambda_star_from_sweep`` over the points. The real TeaStore is swept on **one**
-   instance (a start takes minutes), warmed first by ``TEASTORE_WARMUP_S`` at half its
-   nominal rate, and waited on between points until it serves again.
+   instance (a start takes minutes), from below (``real_data.SWEEP_UP``, to the first
+   failing point: its low points are the cold store's warm-up, and only the last
+   overloads it), and waited on between points until it serves again.
 2. **policies**: each through ``loadguard run`` (``runner.run_scheme``) on a fresh
    target (the real TeaStore: the shared one, reset) from 5 req/s, the sidecar's default
    2 s tick, the plant's SLO (its p95, 1 % errors), no rate ceiling but the plan's
@@ -59,7 +60,6 @@ SWEEP_WARMUP_S = 10.0
 SWEEP_MIN_S = 30.0
 SWEEP_SAMPLES = 200
 SWEEP_MAX_S = 90.0
-TEASTORE_WARMUP_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -151,17 +151,9 @@ def sweep_phase(
     )
     load0 = os.getloadavg()[0]
     done: list[tuple[float, SweepPoint]] = []
+    shared = plant.kind == "teastore"
     with Targets(base) as targets:
-        if plant.kind == "teastore":
-            warm = dataclasses.replace(
-                base,
-                out_dir=base.out_dir / "warmup",
-                sweep_seconds=TEASTORE_WARMUP_S,
-                sweep_warmup_s=TEASTORE_WARMUP_S / 2,
-            )
-            point, _ = sweep_point(warm, 0.5 * phase.nominal_rps, cfg.seed, home, targets)
-            say(f"  warm-up at {point.offered_rps:g}/s: p95 {point.p95_ms:.0f} ms")
-        while (f := next_fraction(done, plant.p95_ms)) is not None:
+        while (f := next_fraction(done, plant.p95_ms, ascending=shared)) is not None:
             rate = round(f * phase.nominal_rps, 3)
             pcfg = _point_config(base, rate, SWEEP_WARMUP_S)
             point, _ = sweep_point(pcfg, rate, cfg.seed, home, targets)
