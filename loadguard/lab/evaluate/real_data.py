@@ -19,9 +19,9 @@ fails it goes on at ``SWEEP_EXTEND``, and while none passes it goes down
 A target that is shared between the points and slow to recover from an overload (the
 real TeaStore: a flood's backlog keeps its thread pools busy for minutes after its
 status page answers again) is swept **from below** (``ascending``): ``SWEEP_UP`` in
-order, ending at the first failing point, so at most one point overloads it, and the
-cold store's first points are its warm-up. Its nominal λ* is a guess; 0.8 of it was
-past a cold store's knee (docs/controller-jmeter.md, run 5).
+order, ending at the first failing point, so at most one point overloads it (the
+caller warms a cold store at the lowest rate first). Its nominal λ* is a guess; 0.8 of
+it was past a cold store's knee (docs/controller-jmeter.md, run 5).
 """
 
 from __future__ import annotations
