@@ -27,6 +27,7 @@ def chart(plant: dict[str, Any], duration_s: float, path: Path) -> Path | None:
         return None
     fig = Figure(figsize=(6.0, 3.4))
     ax = fig.add_subplot(1, 1, 1)
+    several = len({r.get("round", 1) for r in runs}) > 1
     for i, run in enumerate(runs):
         paths = Paths.in_dir(Path(run["run_dir"]))
         data = run_data(
@@ -35,7 +36,7 @@ def chart(plant: dict[str, Any], duration_s: float, path: Path) -> Path | None:
         colour = COLOURS[i % len(COLOURS)]
         t = [0.0, *(tick for tick, _r in data.ticks)]
         rate = [5.0, *(r for _t, r in data.ticks)]
-        nth = f" #{run['round']}" if len({r.get("round", 1) for r in runs}) > 1 else ""
+        nth = f" #{run.get('round', 1)}" if several else ""
         ax.step(t, rate, where="post", color=colour, lw=1.0, label=f"{run['policy']}{nth}: rate")
         edges = np.arange(0.0, duration_s + WINDOW_S / 2, WINDOW_S)
         done, _ = np.histogram(data.end[data.ok], bins=edges)

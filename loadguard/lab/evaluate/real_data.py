@@ -80,18 +80,19 @@ def shift_events(
     return tuple((a - offset_s, b - offset_s) for a, b in events)
 
 
+def point_passes(point: SweepPoint, p95_ms: float) -> bool:
+    """A sweep point within the plant's SLO: its p95 and at most 1 % errors."""
+    return point.p95_ms <= p95_ms and point.error_rate <= 0.01
+
+
 def next_fraction(
     done: Sequence[tuple[float, SweepPoint]], p95_ms: float, ascending: bool = False
 ) -> float | None:
     """The next fraction of the nominal λ* to hold, given ``(fraction, point)`` so far;
     ``None`` when the sweep is done. ``ascending``: from below, to the first failure."""
-
-    def passes(p: SweepPoint) -> bool:
-        return p.p95_ms <= p95_ms and p.error_rate <= 0.01
-
     tried = [f for f, _ in done]
-    passed = [f for f, p in done if passes(p)]
-    failed = [f for f, p in done if not passes(p)]
+    passed = [f for f, p in done if point_passes(p, p95_ms)]
+    failed = [f for f, p in done if not point_passes(p, p95_ms)]
     if ascending:
         if failed:
             return None

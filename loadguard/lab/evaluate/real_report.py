@@ -167,12 +167,12 @@ def markdown(data: dict[str, Any], charts: dict[str, str] | None = None) -> str:
         if p["not_run"]:
             out.append(f"| {name} | – | not run: {p['not_run']} |" + " |" * 8)
             continue
+        several = len({r.get("round", 1) for r in p["runs"]}) > 1
         for run in p["runs"]:
             rec = ", ".join(_secs(x) for x in run["recovery_s"]) or "–"
             lo, hi = run["load"]
             cut = "" if run["covered"] else " (cut short)"
-            rounds = {r.get("round", 1) for r in p["runs"]}
-            nth = f", round {run.get('round', 1)}" if len(rounds) > 1 else ""
+            nth = f", round {run.get('round', 1)}" if several else ""
             out.append(
                 f"| {name} | {_lam(p)} | {run['policy']}{nth}{cut} | {_pct(run['violations'])} "
                 f"| {_pct(run['errors'])} | {_pct(run['steady_efficiency'])} "

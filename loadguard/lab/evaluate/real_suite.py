@@ -44,6 +44,7 @@ from loadguard.lab.evaluate.offered import schedule_from_decisions
 from loadguard.lab.evaluate.real_data import (
     SWEEP_UP,
     next_fraction,
+    point_passes,
     run_data,
     shift_capacity,
     shift_events,
@@ -156,7 +157,7 @@ def sweep_phase(
     )
     load0 = os.getloadavg()[0]
     done: list[tuple[float, SweepPoint]] = []
-    shared = plant.kind == "teastore"
+    shared = base.share_target
     with Targets(base) as targets:
         for k in range(TEASTORE_WARMUPS if shared else 0):
             # a cold store is slow at any rate until its JIT has compiled the paths: warm
@@ -171,7 +172,7 @@ def sweep_phase(
             rate = SWEEP_UP[0] * phase.nominal_rps
             point, _ = sweep_point(warm, rate, cfg.seed, home, targets)
             say(f"  warm-up at {point.offered_rps:g}/s: p95 {point.p95_ms:.0f} ms")
-            if point.p95_ms <= plant.p95_ms and point.error_rate <= 0.01:
+            if point_passes(point, plant.p95_ms):
                 break
         while (f := next_fraction(done, plant.p95_ms, ascending=shared)) is not None:
             rate = round(f * phase.nominal_rps, 3)
