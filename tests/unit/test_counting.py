@@ -18,9 +18,10 @@ from loadguard.lab.simulate.plants import BY_KEY
 from loadguard.lab.simulate.run import SimRun, simulate
 from loadguard.lab.simulate.scenario import Scenario
 from loadguard.lab.target.distributions import ServiceDist
-from loadguard.ledger import Criterion, ExceedanceLedger, criteria_of
+from loadguard.ledger import Criterion, ExceedanceLedger, LedgerView, criteria_of
 from loadguard.observation import Action
 from loadguard.policies import build_policy
+from loadguard.policies.budget import BudgetPolicy
 from loadguard.slo import SloSpec
 
 P95 = Criterion("p95_ms", 0.05, 250.0)
@@ -495,3 +496,36 @@ def test_a_one_server_plants_long_service_past_capacity_is_no_hang() -> None:
     assert run.ledger is not None
     assert any(b - a > 1400 for a, b in run.ledger.view(100_000).hangs)
     assert "hang" not in {t.decision.reason for t in run.ticks}
+
+
+def _shifted_tail_view(p95_slo_ms: float) -> LedgerView:
+    """12 req/s for 30 s, then 17 req/s for 10 s, on a service whose median stays at
+    45 ms while its p95 goes from ~100 to ~140 ms (TeaStore's drift under load, no
+    queue): log-normal latencies, the same draw scaled in the tail only."""
+    rng = np.random.default_rng(7)
+    crit = Criterion("p95_ms", 0.05, p95_slo_ms)
+    ledger = ExceedanceLedger((crit,), window_ms=10_000, lag_ms=1000)
+    ledger.rate_in_force(12.0, 0)
+    ledger.rate_in_force(17.0, 29_000)  # in force from 30 000
+    starts_low = np.arange(0, 30_000, 1000 / 12)
+    starts_high = np.arange(30_000, 40_000, 1000 / 17)
+    for starts, sigma in ((starts_low, 0.5), (starts_high, 0.7)):
+        z = rng.standard_normal(len(starts))
+        elapsed = 45.0 * np.exp(sigma * z)  # median 45 ms; p95 101 ms, then 142 ms
+        ledger.add(_batch([int(s) for s in starts], [int(e) for e in elapsed]))
+    ledger.add(_batch([90_000], [1]))  # the watermark: all of it mature
+    return ledger.view(91_000)
+
+
+def test_a_tail_shift_far_below_the_slo_is_no_knee() -> None:
+    policy = BudgetPolicy(budget=0.05)
+    assert not policy._watch_knee(_shifted_tail_view(500.0), 17.0)
+    assert not policy.knee_seen
+
+
+def test_the_same_tail_shift_near_the_slo_is_the_knee() -> None:
+    # a 130 ms SLO: the midpoint between the idle p95 (~100 ms) and T is ~118 ms, and the
+    # p95 at 17 req/s (~140 ms) is past it
+    policy = BudgetPolicy(budget=0.05)
+    assert policy._watch_knee(_shifted_tail_view(130.0), 17.0)
+    assert policy.knee_seen
