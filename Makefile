@@ -40,21 +40,27 @@ servers:
 	command -v influxd >/dev/null && command -v prometheus >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends influxdb prometheus)
 
 # The whole suite, real JMeter included (a missing JMeter is a failure here, not a skip).
-# Two passes: the unit and fuzz tests (pure CPU, ~1,450 of them) on $(UNIT_WORKERS) pytest-xdist
-# workers, a file per worker so a module fixture runs once; then everything else (faults,
-# integration: real JMeter, timing-sensitive) serially, as before. Both passes always run;
-# the target fails if either did.
+# Three passes: the unit and fuzz tests (pure CPU, ~1,500 of them) on $(UNIT_WORKERS) pytest-xdist
+# workers, a file per worker so a module fixture runs once; then the faults and integration
+# tests (real JMeter) on $(INTEGRATION_WORKERS) workers by scope (tests/conftest.py): the
+# files that load the CPU or judge latencies one after another in the scope "cpu", each
+# other file a scope of its own beside them; last, the real TeaStore's tests (marked
+# "alone"), one at a time with nothing beside them. Every pass always runs; the target
+# fails if any did.
 # Byte-compiled first: with PYTHONDONTWRITEBYTECODE=1 (CI's clone held no __pycache__
 # after a whole run) every `python -m loadguard` the tests start compiled the package
 # again, about 0.4 s of CPU each; compileall writes the .pyc files all of them then read.
 UNIT_WORKERS ?= 2
+INTEGRATION_WORKERS ?= 2
 test: jmeter chromium tmux servers lint
 	$(BIN)/python -m compileall -q loadguard tests
 	@status=0; \
 	echo "LOADGUARD_REQUIRE_JMETER=1 $(BIN)/pytest -q --durations=10 -n $(UNIT_WORKERS) --dist loadfile tests/unit tests/fuzz"; \
 	LOADGUARD_REQUIRE_JMETER=1 $(BIN)/pytest -q --durations=10 -n $(UNIT_WORKERS) --dist loadfile tests/unit tests/fuzz || status=$$?; \
-	echo "LOADGUARD_REQUIRE_JMETER=1 $(BIN)/pytest -q --durations=25 -p no:xdist tests --ignore=tests/unit --ignore=tests/fuzz"; \
-	LOADGUARD_REQUIRE_JMETER=1 $(BIN)/pytest -q --durations=25 -p no:xdist tests --ignore=tests/unit --ignore=tests/fuzz || status=$$?; \
+	echo "LOADGUARD_REQUIRE_JMETER=1 $(BIN)/pytest -q --durations=25 -n $(INTEGRATION_WORKERS) --dist loadscope -m 'not alone' tests --ignore=tests/unit --ignore=tests/fuzz"; \
+	LOADGUARD_REQUIRE_JMETER=1 $(BIN)/pytest -q --durations=25 -n $(INTEGRATION_WORKERS) --dist loadscope -m 'not alone' tests --ignore=tests/unit --ignore=tests/fuzz || status=$$?; \
+	echo "LOADGUARD_REQUIRE_JMETER=1 $(BIN)/pytest -q --durations=10 -p no:xdist -m alone tests --ignore=tests/unit --ignore=tests/fuzz"; \
+	LOADGUARD_REQUIRE_JMETER=1 $(BIN)/pytest -q --durations=10 -p no:xdist -m alone tests --ignore=tests/unit --ignore=tests/fuzz || status=$$?; \
 	exit $$status
 
 # Unit tests only, for a quick edit loop.

@@ -84,3 +84,61 @@ def ok_server() -> Iterator[int]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+#: Test files that run alone, after the others (``make test``'s third pass, no xdist): the
+#: real TeaStore's Tomcats take both cores (beside them a JMeter took over a minute to write
+#: its first sample, and the quick evaluation's TeaStore run was not covered), and the
+#: installed wheel's demo and quick evaluation judge a closed loop on the demo target
+#: (beside another test's JMeter the demo's ramp never left 5 req/s in 45 s). The wheel's
+#: two files share one session: they run in the same pass.
+ALONE_FILES = frozenset(
+    {
+        "test_evaluate_quick.py",
+        "test_evaluate_teastore_quick.py",
+        "test_teastore_example.py",
+        "test_teastore_real.py",
+        "test_wheel.py",
+    }
+)
+
+#: Test files that load the CPU (Chromium, a run at the demo target's knee) or judge
+#: latencies against a known capacity: under ``make test``'s pytest-xdist pass they run one
+#: after another on one worker (the scope "cpu"), never two at once; every other file is a
+#: scope of its own (its module fixtures run once) and runs beside them on the other worker.
+CPU_BOUND_FILES = frozenset(
+    {
+        "test_report_chromium.py",
+        "test_sidecar_e2e.py",
+        "test_suite_real.py",
+    }
+)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the tests of ``ALONE_FILES`` ``alone`` (``-m alone`` selects them)."""
+    for item in items:
+        if item.path.name in ALONE_FILES:
+            item.add_marker(pytest.mark.alone)
+
+
+def _scope(nodeid: str) -> str:
+    """The file of a test, or "cpu" for every file of ``CPU_BOUND_FILES``."""
+    path = nodeid.split("::", 1)[0]
+    return "cpu" if path.rsplit("/", 1)[-1] in CPU_BOUND_FILES else path
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """``--dist loadscope`` by ``_scope``: a file per worker at a time, the CPU-bound
+    files all on one. (xdist's own ``loadgroup`` renames ``item._nodeid``, which pytest 9
+    no longer reads: it scheduled every test on its own.)"""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class _ByScope(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return _scope(nodeid)
+
+    return _ByScope(config, log)
