@@ -129,10 +129,12 @@ def _scope(nodeid: str) -> str:
     return "cpu" if path.rsplit("/", 1)[-1] in CPU_BOUND_FILES else path
 
 
+@pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
     """``--dist loadscope`` by ``_scope``: a file per worker at a time, the CPU-bound
     files all on one. (xdist's own ``loadgroup`` renames ``item._nodeid``, which pytest 9
-    no longer reads: it scheduled every test on its own.)"""
+    no longer reads: it scheduled every test on its own.) Optional: under ``-p no:xdist``
+    (``make test``'s last pass) the hook is not declared, and pytest would refuse it."""
     if config.getvalue("dist") != "loadscope":
         return None
     from xdist.scheduler import LoadScopeScheduling
