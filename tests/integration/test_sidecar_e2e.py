@@ -81,10 +81,13 @@ def test_run_drives_the_rate_to_the_knee_and_backs_off_past_it(
     out = tmp_path / "run"
     lam = lambda_star(4, 0.050, 0.250)
     proc = subprocess.run(
-        run_args(out, mm4_target.port, "70s"),
+        # 90 s: alone, the first cut comes at ~25 s; beside another real-JMeter test (make
+        # test's second pass on a 2-core CI machine) JMeter's start and the ramp's settling
+        # took the whole of a 70 s run without one.
+        run_args(out, mm4_target.port, "90s"),
         capture_output=True,
         text=True,
-        timeout=180,
+        timeout=240,
         cwd=tmp_path,
     )
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
@@ -96,7 +99,9 @@ def test_run_drives_the_rate_to_the_knee_and_backs_off_past_it(
     assert proc.returncode == codes[summary["verdict"]], proc.stderr[-3000:]
     rows = read_decisions(out / "decisions.csv")
     actions = {r["action"] for r in rows}
-    assert {"INCREASE", "DECREASE"} <= actions, [r["action"] for r in rows]
+    assert {"INCREASE", "DECREASE"} <= actions, [
+        (r["action"], r["new_rate"], r["zone"], r["p95_ms"], r["samples"]) for r in rows
+    ]
     assert "HOLD" in actions
     rates = [float(r["new_rate"]) for r in rows]
     # Drove the rate up to the knee, never past the ceiling or to zero...
