@@ -179,6 +179,17 @@ def jeffreys(k: float, n: float, confidence: float = CONFIDENCE) -> tuple[float,
     return lo, hi
 
 
+def exact_lo(k: int, n: int, confidence: float = CONFIDENCE) -> float:
+    """The Clopper-Pearson (exact) lower bound of a binomial share, k of n: 0 when k = 0.
+    For counts of whole windows, a handful of them: where the Jeffreys bound's k = 1 is
+    liberal, this one never claims more than ``confidence`` (one-sided, δ = (1 - c)/2)."""
+    if k <= 0 or n <= 0:
+        return 0.0
+    k = min(k, n)
+    delta = (1.0 - confidence) / 2.0
+    return float(_special().betaincinv(k, n - k + 1, delta))
+
+
 @dataclass(frozen=True, slots=True)
 class Dispersion:
     """φ at the window's scale: an estimate and its bounds (all ≥ 1)."""

@@ -11,7 +11,13 @@ import pytest
 
 from loadguard.capacity import estimate
 from loadguard.evidence import pool
-from loadguard.exceedance import UNKNOWN_DISPERSION, predict, tail, violation_threshold
+from loadguard.exceedance import (
+    UNKNOWN_DISPERSION,
+    exact_lo,
+    predict,
+    tail,
+    violation_threshold,
+)
 from loadguard.jtl.sample import SampleBatch
 from loadguard.lab.simulate.features import Warmup
 from loadguard.lab.simulate.plants import BY_KEY
@@ -38,6 +44,22 @@ def test_the_predicted_share_of_independent_samples_is_the_exact_binomial_tail(
     d, w = violation_threshold(n, 0.05, percentile=True)
     exact = _binom_sf(n, q, d) + w * math.comb(n, d - 1) * q ** (d - 1) * (1 - q) ** (n - d + 1)
     assert tail(n, q, 1.0, d, w) == pytest.approx(exact, rel=1e-9)
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 10, 43, 60])
+@pytest.mark.parametrize("share", [0.01, 0.05, 0.10])
+def test_the_exact_lower_bound_claims_a_share_exceeded_at_most_delta_of_the_time(
+    n: int, share: float
+) -> None:
+    # windows that each violate with probability `share`: the chance that their count's
+    # bound says "above share" is at most δ = 5 %, for every n (Clopper-Pearson)
+    wrong = sum(
+        math.comb(n, k) * share**k * (1 - share) ** (n - k)
+        for k in range(n + 1)
+        if exact_lo(k, n) > share * (1 + 1e-9)
+    )
+    assert wrong <= 0.05 + 1e-12
+    assert exact_lo(0, n) == 0.0
 
 
 @pytest.mark.parametrize("n", [20, 50, 137, 1000])
