@@ -211,7 +211,10 @@ def estimate(
     if best is not None:
         return best
     if lower:
-        rate, metric = min(lower)
+        # the lowest rate; where SLOs tie (every one shown under its allowance at the
+        # same highest rate), the first in the spec's order, latency before errors: a
+        # tie broken by the metric's name said "error rate <= 1 %" of a p95 SLO's run
+        rate, metric = min(lower, key=lambda item: item[0])
         return CapacityEstimate(
             "lower_bound", float(rate), None, metric,
             f"capacity above {rate:.4g} req/s: the knee was not reached",

@@ -425,6 +425,21 @@ def test_a_brief_probe_does_not_raise_the_one_sided_capacity() -> None:
     assert cap.status == "lower_bound" and cap.rps == pytest.approx(146.7)
 
 
+def test_a_lower_bound_every_slo_shares_is_named_after_the_latency_slo() -> None:
+    # the real TeaStore (tally, 2026-12-05): p95 and error rate both shown under their
+    # allowance up to 208.6 req/s; the headline named the error rate
+    spec = SloSpec.from_options(error_rate="1%", p95="500ms")
+    criteria = criteria_of(spec)
+
+    def rows(rate: float, quarters: int) -> np.ndarray:
+        n = int(rate * 2.5)
+        return np.array([[n, 100, n, 0, n, 0] for _ in range(quarters)], np.int64)
+
+    cap = estimate([(r, rows(r, 12)) for r in (80.0, 150.2, 208.6)], criteria, 10_000)
+    assert cap.status == "lower_bound" and cap.rps == pytest.approx(208.6)
+    assert cap.metric == "p95_ms"
+
+
 def test_the_evidence_after_a_lift_starts_at_the_windows_that_showed_it() -> None:
     # 20 quarters at the rate held, the first 12 from before the plant warmed up: the
     # evidence (and the knee watcher's idle reference) restarts at the last two windows
