@@ -156,8 +156,8 @@ class TallyPolicy(BudgetPolicy):
         """(violated, judged) of the search's windows at the rate in force since the
         evidence's start, when they alone show it over budget: the exact lower bound of
         their share above B. The count of the user's own windows needs no model of their
-        dispersion; near a knee the model's tail can read low (mm8 at 0.97 λ*: a
-        predicted 0.2-0.7 % against 3 of 43 windows, B = 1 %)."""
+        dispersion, and it can decide while the model's bound cannot (heavy_tail seed 2,
+        B = 1 %: one violating window of one at 1.09 λ*, share_hi still 0.78)."""
         rate = obs.commanded_rps
         mine = [
             bad for r, end, bad in self.held
