@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from loadguard.capacity import CapacityEstimate
 from loadguard.jtl.sample import SampleBatch
 from loadguard.summary import LatencyHistogram, RunAccumulator, SummaryBuilder, write_json_atomic
 from tests.unit.test_decision_log import make_row
@@ -95,6 +96,42 @@ def test_violation_share_uses_tumbling_windows() -> None:
     s = b.build(RunAccumulator(), "x")
     assert b.tumbling == 2
     assert s.violation_share_p95 == pytest.approx(0.5)
+
+
+LOWER = CapacityEstimate(
+    "lower_bound", 149.0, None, "p95_ms", "capacity above 149 req/s: the knee was not reached"
+)
+
+
+def _held_at_145(violated_at: float) -> SummaryBuilder:
+    """Ticks 2 s apart at 145 req/s in force, one window over the SLO at ``violated_at``
+    in the second half, compliant final windows."""
+    b = _builder()
+    for t in range(1, 21):
+        rate = violated_at if t == 14 else 145.0
+        over = t == 14
+        b.add(
+            make_row(
+                t, old_rate=rate, new_rate=145.0 if over else rate, action="HOLD",
+                p95_ms=300.0 if over else 120.0, zone="BREACH" if over else "SAFE",
+            )
+        )  # fmt: skip
+    return b
+
+
+def test_a_lower_bound_run_whose_windows_broke_at_the_held_rate_is_a_pass() -> None:
+    s = _held_at_145(violated_at=149.0).build(RunAccumulator(), "x", LOWER)
+    assert s.held_rate is not None and s.held_rate["rps"] == pytest.approx(145.0)
+    assert s.verdict == "PASS"
+    assert s.capacity is not None and s.capacity["status"] == "lower_bound"
+    assert "windows over the SLO bounded the held rate" in s.capacity["note"]
+
+
+def test_a_lower_bound_run_whose_windows_broke_only_below_the_held_rate_is_inconclusive() -> None:
+    # a cold start's window over the SLO at a low rate says nothing of the knee
+    s = _held_at_145(violated_at=20.0).build(RunAccumulator(), "x", LOWER)
+    assert s.verdict == "INCONCLUSIVE"
+    assert s.capacity is not None and s.capacity["note"] == LOWER.note
 
 
 def test_summary_json_is_written_atomically(tmp_path: Path) -> None:
