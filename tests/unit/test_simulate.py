@@ -21,7 +21,7 @@ from loadguard.lab.simulate.run import simulate
 from loadguard.lab.simulate.scenario import CapacityChange, Scenario
 from loadguard.lab.simulate.summary import summarize
 from loadguard.lab.target.distributions import ServiceDist
-from loadguard.policies import build_policy
+from loadguard.policies import DEFAULT_POLICY, build_policy
 from loadguard.slo import SloSpec
 
 SPEC = SloSpec.from_options(p95="250ms")
@@ -120,7 +120,7 @@ def test_simulate_json_contract() -> None:
         [
             "simulate",
             "--policy",
-            "gradient",
+            "tally",
             "--workers",
             "8",
             "--service",
@@ -173,30 +173,24 @@ def test_simulate_bad_input_is_one_line_exit_2(args: str, message: str) -> None:
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_gradient_meets_the_targets(seed: int) -> None:
-    s = run("gradient", seed)
+def test_the_default_meets_the_goal_on_the_stationary_plant(seed: int) -> None:
+    # The goal at the budget B (docs/controller.md, "The plant suite"): violations <= B + 2
+    # points, 90 % of the frontier within 60 s; efficiency >= 85 % where F(5 %) is ~91 %.
+    s = run(DEFAULT_POLICY, seed)
     assert s["lambda_star"] == pytest.approx(144.4, abs=0.1)
-    assert s["violation_share_p95"] <= 0.05
+    assert s["violation_share_p95"] <= SPEC.violation_budget + 0.02
     assert s["steady_efficiency"] >= 0.85
-    assert s["time_to_90pct_s"] <= 90.0
+    assert s["time_to_90pct_s"] <= 60.0
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_gradient_recovers_when_capacity_halves(seed: int) -> None:
-    s = run("gradient", seed, HALVED)
+def test_the_default_recovers_within_a_minute_when_capacity_halves(seed: int) -> None:
+    s = run(DEFAULT_POLICY, seed, HALVED)
     assert s["recovery_s"] is not None
     assert s["recovery_s"] <= 60.0
-    assert s["violation_share_p95"] <= 0.10
 
 
-def test_gradient_violates_far_less_than_the_papers_rule() -> None:
-    best, paper = run("gradient", 1), run("threezone", 1)
+def test_the_default_violates_far_less_than_the_papers_rule() -> None:
+    best, paper = run(DEFAULT_POLICY, 1), run("threezone", 1)
     assert paper["violation_share_p95"] >= 2 * best["violation_share_p95"]
     assert paper["violation_share_p95"] > 0.05
-
-
-def test_search_reports_max_compliant_rate_with_evidence() -> None:
-    s = run("search", 1)
-    assert 0.8 * 144.4 <= s["max_compliant_rps"] <= 1.1 * 144.4
-    assert s["evidence_windows"] >= 2
-    assert s["evidence_p95_ms"] <= 250.0

@@ -45,7 +45,7 @@ def test_policy_runs_get_the_suites_violation_budget(monkeypatch: pytest.MonkeyP
     plant = BY_KEY["tiny"]
     cfg = SuiteConfig.quick(duration_s=300.0, violation_budget=0.01)
     capacity = Capacity(((0.0, 3.0),))
-    suite._policy_run(plant, "knee", 1, cfg, capacity, [], Goal(0.01, None))
+    suite._policy_run(plant, "tally", 1, cfg, capacity, [], Goal(0.01, None))
     assert [s.violation_budget for s in seen] == [0.01]
 
 

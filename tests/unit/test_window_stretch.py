@@ -70,7 +70,7 @@ def test_a_rate_below_min_samples_per_window_is_judged_again_in_the_loop() -> No
     # never judges it (HOLD no_data forever); the stretched one does, and the rate rises.
     spec = SloSpec.from_options(p95="1s")
     sc = Scenario(servers=1, service=ServiceDist("exp", 0.05), start_rate=1.0, duration_s=120.0)
-    run = simulate(sc, spec, build_policy("gradient", spec))
+    run = simulate(sc, spec, build_policy("tally", spec))
     assert any(t.decision.action is Action.INCREASE for t in run.ticks)
 
 

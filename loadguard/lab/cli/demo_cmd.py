@@ -64,7 +64,7 @@ def demo(
 
     \b
     Example:
-      loadguard demo --duration 3m --policy gradient
+      loadguard demo --duration 3m --policy threezone
       loadguard demo --p95 300ms --out results/demo --force
     """
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)

@@ -166,11 +166,11 @@ def evaluate_cmd(
       loadguard evaluate --quick
       loadguard evaluate --quick --target teastore --layout per-service
       loadguard evaluate --repetitions 2 --duration 120s --doc docs/evaluation.md
-      loadguard evaluate --schemes FFA,gradient --repetitions 1 --duration 60s
+      loadguard evaluate --schemes FFA,tally --repetitions 1 --duration 60s
       loadguard evaluate --suite --quick --doc docs/controller.md
-      loadguard evaluate --suite --plants cliff,6 --policies gradient,threezone
-      loadguard evaluate --suite --policies knee --seeds 101,102,103 --violation-budget 1%
-      loadguard evaluate --suite --policies knee --plants 11,12,13   # the holdout plants
+      loadguard evaluate --suite --plants cliff,6 --policies tally,threezone
+      loadguard evaluate --suite --policies tally --seeds 101,102,103 --violation-budget 1%
+      loadguard evaluate --suite --policies tally --plants 11,12,13   # the holdout plants
       loadguard evaluate --suite --real --plants mm8,teastore --duration 240s
       loadguard evaluate --suite --real --plants teastore --policies tally,threezone \\
                          --repetitions 2    # tally first, then threezone first

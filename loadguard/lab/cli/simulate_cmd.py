@@ -96,7 +96,7 @@ def simulate_cmd(
 
     \b
     Example:
-      loadguard simulate --policy gradient --workers 8 --service 50ms --service-dist exp \\
+      loadguard simulate --policy tally --workers 8 --service 50ms --service-dist exp \\
           --queue 200 --p95 250ms --initial-rate 5 --duration 600s \\
           --capacity-change 300s:0.5 --actuation-lag 2s --arrivals poisson --seed 1 --json
     """

@@ -35,11 +35,9 @@ class Scheme:
 SCHEMES: tuple[Scheme, ...] = (
     Scheme("FFA", "baseline", "FFA (Free-Form Arrivals, 800/s)", plan="ffa_800.jmx"),
     Scheme("TSTCTG", "baseline", "TSTCTG (Throughput Shaping Timer 800/s + CTG)", "tstctg_800.jmx"),
-    Scheme("knee", "loadguard", "LoadGuard knee", policy="knee"),
+    Scheme("tally", "loadguard", "LoadGuard tally", policy="tally"),
     Scheme("threezone", "loadguard", "LoadGuard threezone (paper)", policy="threezone"),
     Scheme("aimd", "loadguard", "LoadGuard aimd", policy="aimd"),
-    Scheme("gradient", "loadguard", "LoadGuard gradient", policy="gradient"),
-    Scheme("search", "loadguard", "LoadGuard search", policy="search"),
 )
 QUICK_SCHEMES: tuple[str, ...] = ("FFA", "TSTCTG", DEFAULT_POLICY)
 BY_NAME = {s.name.lower(): s for s in SCHEMES}

@@ -55,7 +55,7 @@ from loadguard.policies import DEFAULT_POLICY, build_policy
 from loadguard.slo import DEFAULT_VIOLATION_BUDGET
 
 FRACTIONS: tuple[float, ...] = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.925, 0.95, 0.975, 1.0, 1.05, 1.1)
-ALL_POLICIES: tuple[str, ...] = ("knee", "gradient", "threezone", "aimd", "search")
+ALL_POLICIES: tuple[str, ...] = ("tally", "threezone", "aimd")
 SWEEP_SEED = 1000
 #: Fractions of the nominal λ* tried when the sweep has not failed by 1.1.
 EXTEND: tuple[float, ...] = (1.25, 1.5, 2.0)
