@@ -22,6 +22,21 @@ time of tick k, it is carried on the monotonic clock,
     \end{cases}
 
 since new rows can make the data fresher, never staler.
+
+``WallSteps`` puts the exceedance ledger on a *steady* clock: the wall clock less the
+steps seen so far. The ledger attributes each sample to the rate in force when it was
+sent, comparing JTL send times with the push times of the rates; after a step back of Δ
+every later sample would be stamped before the epoch it was sent in, and the counting
+policies would find no evidence at the rate in force until the wall clock came back
+(an hour, for an hour's step). With :math:`o_k = t_{wall} - m_k` at tick k, the shift is
+:math:`σ_k = o_k - o_0`, and a new step is recorded when it moves by more than 1 % of
+the window (a sample moved by that crosses a sub-window's edge with a probability of
+4 %, at ``PARTS`` = 4). Rates in force and reading times are fed as :math:`t - σ`.
+A sample's stamp is on whichever side of a step it was taken: of the recent shifts
+:math:`σ_j`, its steady completion is the latest :math:`e - σ_j` not after the steady
+time it was read at, since a row is written before it is read (a sample stamped before
+a step back would land after that time with the new shift; one stamped after a step
+forward, with the old).
 """
 
 from __future__ import annotations
@@ -29,6 +44,14 @@ from __future__ import annotations
 import threading
 import time
 from typing import Protocol
+
+import numpy as np
+
+from loadguard.jtl.sample import SampleBatch
+
+#: The recent shifts a sample's stamp is matched against (a step is rare; a sample
+#: read after several is older than any window the ledger still judges).
+RECENT_SHIFTS = 8
 
 
 class Clock(Protocol):
@@ -78,3 +101,47 @@ class Staleness:
             staleness = max(0, min(wall_staleness, carried)) if grew else carried
         self._staleness, self._mono = staleness, mono_ms
         return staleness
+
+
+class WallSteps:
+    """The wall clock's steps since the start, and the ledger's steady time (module
+    docstring). ``observe`` once per tick, before the ledger is fed or read."""
+
+    def __init__(self, window_ms: int) -> None:
+        self.tolerance_ms = max(1, window_ms // 100)
+        self._origin: int | None = None
+        self.shifts: list[int] = [0]
+
+    @property
+    def shift_ms(self) -> int:
+        return self.shifts[-1]
+
+    def observe(self, wall_ms: int, mono_ms: int) -> int:
+        """Record a step if the wall clock moved against the monotonic one; the shift."""
+        offset = wall_ms - mono_ms
+        if self._origin is None:
+            self._origin = offset
+        shift = offset - self._origin
+        if abs(shift - self.shifts[-1]) > self.tolerance_ms:
+            self.shifts.append(shift)
+            del self.shifts[:-RECENT_SHIFTS]
+        return self.shifts[-1]
+
+    def steady(self, wall_ms: int) -> int:
+        return wall_ms - self.shifts[-1]
+
+    def steady_batch(self, batch: SampleBatch, read_at_wall_ms: int) -> SampleBatch:
+        """``batch`` with every start on the steady clock."""
+        if len(batch) == 0 or self.shifts == [0]:
+            return batch
+        now = self.steady(read_at_wall_ms) + self.tolerance_ms
+        shifts = np.asarray(self.shifts, np.int64)
+        ends = batch.start_ms.astype(np.int64) + batch.elapsed_ms.astype(np.int64)
+        steady_end = ends[:, None] - shifts[None, :]
+        fits = steady_end <= now
+        latest = np.where(fits, steady_end, np.iinfo(np.int64).min).argmax(axis=1)
+        chosen = np.where(fits.any(axis=1), shifts[latest], shifts[-1])
+        return SampleBatch(
+            batch.start_ms - chosen, batch.elapsed_ms, batch.success, batch.label,
+            batch.thread_name, batch.all_threads,
+        )  # fmt: skip

@@ -53,7 +53,7 @@ from typing import Protocol
 from loadguard.actuator.elastic_timer import ELASTIC_TIMER_LAG_MS
 from loadguard.actuator.engines import Actuator, EngineAck, PushResult
 from loadguard.capacity import estimate as estimate_capacity
-from loadguard.clock import Clock, Staleness, WallClock
+from loadguard.clock import Clock, Staleness, WallClock, WallSteps
 from loadguard.decisions import DecisionLogWriter, DecisionRow
 from loadguard.jtl.sample import SampleSource
 from loadguard.ledger import ExceedanceLedger, LedgerView, criteria_of
@@ -223,6 +223,7 @@ class ControlLoop:
             getattr(evaluator, "window_ms", 10_000),
             settings.lag_ms,
         )
+        self.wall_steps = WallSteps(getattr(evaluator, "window_ms", 10_000))
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -241,17 +242,17 @@ class ControlLoop:
         self.last_growth_ms = self.started_ms
         if preset:
             self.rate.start(initial_rate, confirmed=False)
-            self.ledger.rate_in_force(initial_rate, self.clock.wall_ms())
+            self.ledger.rate_in_force(initial_rate, self._steady_now())
             return None
         current = self.actuator.read_rate()
         if current is not None and current > 0:
             self.rate.start(current, confirmed=True)
-            self.ledger.rate_in_force(current, self.clock.wall_ms())
+            self.ledger.rate_in_force(current, self._steady_now())
             log.info("resuming from the engine's rate %.3f req/s", current)
             return None
         push = self.actuator.push(initial_rate)
         self.rate.start(initial_rate, confirmed=push.applied)
-        self.ledger.rate_in_force(initial_rate, self.clock.wall_ms())
+        self.ledger.rate_in_force(initial_rate, self._steady_now())
         if not push.applied:
             log.warning("initial push of %.3f req/s not applied yet; will retry", initial_rate)
         return push
@@ -261,21 +262,24 @@ class ControlLoop:
     def tick(self) -> TickResult:
         batch = self.source.poll()
         wall, mono = self.clock.wall_ms(), self.clock.mono_ms()
+        self.wall_steps.observe(wall, mono)
+        steady = self.wall_steps.steady(wall)
         if len(batch):
-            self.window.add(batch)
-            self.ledger.add(batch)
+            steady_batch = self.wall_steps.steady_batch(batch, wall)
+            self.window.add(steady_batch)
+            self.ledger.add(steady_batch)
             self.run_acc.add(batch)
             self.last_growth_ms = mono
         if self.actuator.membership_changed():
             self.rate.reassert()  # an engine lost or back: push the rate over the new set
-        stats = self.window.stats(wall)
-        staleness = self.staleness.update(wall_staleness(stats, wall), len(batch) > 0, mono)
+        stats = self.window.stats(steady)
+        staleness = self.staleness.update(wall_staleness(stats, steady), len(batch) > 0, mono)
         obs = self.evaluator.evaluate(
             stats, wall, self.rate.value, mono_ms=mono, staleness_ms=staleness,
-            rate_change=self.rate.change, ledger=self.ledger.view(wall),
+            rate_change=self.rate.change, ledger=self.ledger.view(steady),
         )  # fmt: skip
         decision = self.policy.decide(obs)
-        decision = self._with_capacity(decision, wall, mono)
+        decision = self._with_capacity(decision, steady, mono)
         push = self._actuate(decision)
         tick_no = self.writer.next_tick()
         row = row_from(decision, push, tick_no, self.evaluator.log_thresholds())
@@ -291,7 +295,13 @@ class ControlLoop:
             self.request_stop(StopReason.AUTO_STOP)
         return result
 
-    def _with_capacity(self, decision: Decision, wall: int, mono: int) -> Decision:
+    def _steady_now(self) -> int:
+        """Now on the ledger's steady clock (``loadguard.clock.WallSteps``)."""
+        wall = self.clock.wall_ms()
+        self.wall_steps.observe(wall, self.clock.mono_ms())
+        return self.wall_steps.steady(wall)
+
+    def _with_capacity(self, decision: Decision, steady: int, mono: int) -> Decision:
         """The running capacity estimate in the decision's detail (``capacity_rps``,
         ``capacity_lo_rps``, ``capacity_hi_rps``; the console and the live outputs show
         it), computed once per window (a bootstrap over the rates visited costs tens of
@@ -299,10 +309,10 @@ class ControlLoop:
         if self._capacity_at is None or mono - self._capacity_at >= self.ledger.window_ms:
             self._capacity_at = mono
             est = estimate_capacity(
-                self.ledger.by_rate(wall),
+                self.ledger.by_rate(steady),
                 self.ledger.criteria,
                 self.ledger.window_ms,
-                sent=self.ledger.sent_by_rate(wall),
+                sent=self.ledger.sent_by_rate(steady),
             )
             self._capacity = {}
             if est.status == "estimated" and est.rps is not None and est.ci90_rps:
@@ -320,7 +330,9 @@ class ControlLoop:
         push = self.actuator.push(target)
         if push.applied:
             self.rate.acknowledged(target, decision.observation.timer_ms)
-            self.ledger.rate_in_force(self.rate.value, decision.observation.wall_ms)
+            self.ledger.rate_in_force(
+                self.rate.value, self.wall_steps.steady(decision.observation.wall_ms)
+            )
         else:
             # It may still have reached an engine (a reply lost after the write):
             # re-assert whatever is decided next, even an unchanged rate.
@@ -379,8 +391,8 @@ class ControlLoop:
         # Drain what JMeter wrote last, so the summary counts every sample.
         last = self.source.poll()
         self.run_acc.add(last)
-        self.ledger.add(last)
-        end_ms = self.clock.wall_ms()
+        end_ms = self._steady_now()
+        self.ledger.add(self.wall_steps.steady_batch(last, self.clock.wall_ms()))
         capacity = estimate_capacity(
             self.ledger.by_rate(end_ms),
             self.ledger.criteria,
