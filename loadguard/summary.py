@@ -21,12 +21,14 @@ Definitions (docs/decision-log.md):
   when ``max_compliant_rate >= min_capacity``; NO_DATA when nothing was evaluated;
   FAIL otherwise. A PASS whose capacity is only a lower bound (the knee was not reached:
   ``capacity.status == "lower_bound"``) is INCONCLUSIVE instead (exit code 5): the run
-  says how much load it tried, not how much the system takes. Not where a window over
-  the SLO was judged at a rate in force at or above the held rate: then the windows'
-  budget bound the run before the samples' exceedance reached its quantile (the demo
-  target under even pacing: windows over 250 ms at 143-149 req/s while 95 % of all
-  samples stayed under it), the held rate is the answer, and the capacity stays a lower
-  bound whose note says so.
+  says how much load it tried, not how much the system takes. Not where the run met its
+  limit at or above the held rate, though: a window over the SLO judged at a rate in
+  force at or above it, or a cut the policy made from such a rate (a guard's ``stale``
+  or ``clamp_*`` cut is no evidence). Then the limit bound the run before the samples'
+  exceedance reached its quantile (the demo target under even pacing: windows over
+  250 ms at 143-149 req/s while 95 % of all samples stayed under it; a queue that the
+  policy saw forming at 160 req/s), the held rate is the answer, and the capacity stays
+  a lower bound whose note says what bound the run.
 * *capacity* (``loadguard.capacity``): the rate at which the exceedance of the binding
   SLO reaches its quantile, from every sample counted against the rate in force when it
   was sent, with a 90 % interval; replaces ``max_compliant_rate`` (kept, deprecated).
@@ -129,11 +131,17 @@ SLO_METRICS: tuple[str, ...] = ("p95_ms", "p99_ms", "mean_ms", "error_rate")
 #: The verdict of a run that ended before the knee was reached, and its exit code.
 INCONCLUSIVE = "INCONCLUSIVE"
 INCONCLUSIVE_EXIT = 5
-#: The capacity note of a run bound by its windows before its samples' exceedance.
+#: The capacity notes of a run whose limit bound it before its samples' exceedance did.
 BOUND_BY_WINDOWS = (
     "capacity above {rps:.4g} req/s: the samples' exceedance stayed under the SLO's "
     "allowance there, and windows over the SLO bounded the held rate first"
 )
+BOUND_BY_CUT = (
+    "capacity above {rps:.4g} req/s: the samples' exceedance stayed under the SLO's "
+    "allowance there, and the controller backed off from {cut:.4g} req/s on its evidence"
+)
+#: DECREASE reasons of the guard rails, which say nothing of the plant's limit.
+GUARD_CUTS = frozenset({"stale", "clamp_max", "clamp_min"})
 
 
 class SummaryBuilder:
@@ -170,6 +178,8 @@ class SummaryBuilder:
         self.final_rate: float | None = None
         #: the highest rate in force under which an evaluated window broke an SLO
         self.top_violated_rate: float | None = None
+        #: the highest rate the policy cut on its own evidence (not a guard's cut)
+        self.top_cut_rate: float | None = None
 
     def _values(self, row: DecisionRow) -> Mapping[str, float | None]:
         return {
@@ -185,6 +195,8 @@ class SummaryBuilder:
         self._last_ms = row.epoch_ms
         self.actions[row.action] += 1
         self.final_rate = row.new_rate
+        if row.action == "DECREASE" and row.reason not in GUARD_CUTS:
+            self.top_cut_rate = max(self.top_cut_rate or 0.0, row.old_rate)
         if row.zone == "NO_DATA":
             return
         self.evaluated += 1
@@ -281,8 +293,9 @@ class SummaryBuilder:
             verdict = "FAIL"
         held = self.held_rate()
         if verdict == "PASS" and capacity.status == "lower_bound" and self.min_capacity is None:
-            if self._bound_by_windows(held.get("rps")):
-                capacity = replace(capacity, note=BOUND_BY_WINDOWS.format(rps=capacity.rps))
+            note = self._limit_note(capacity.rps, held.get("rps"))
+            if note is not None:
+                capacity = replace(capacity, note=note)
             else:
                 verdict = INCONCLUSIVE
         # summary.json writes 0.0, not null, where no window was judged (its contract).
@@ -321,11 +334,17 @@ class SummaryBuilder:
             held_rate=held,
         )
 
-    def _bound_by_windows(self, held_rps: float | None) -> bool:
-        """A window over the SLO at a rate in force at or above the held rate: the run
-        reached its limit in windows, whatever the samples' exceedance."""
-        top = self.top_violated_rate
-        return top is not None and held_rps is not None and top >= held_rps * (1 - 1e-9)
+    def _limit_note(self, rps: float | None, held_rps: float | None) -> str | None:
+        """What bound the run at or above the held rate, as the capacity's note: a
+        window over the SLO, else a cut of the policy's; None if neither did."""
+        if held_rps is None:
+            return None
+        at_least = held_rps * (1 - 1e-9)
+        if self.top_violated_rate is not None and self.top_violated_rate >= at_least:
+            return BOUND_BY_WINDOWS.format(rps=rps)
+        if self.top_cut_rate is not None and self.top_cut_rate >= at_least:
+            return BOUND_BY_CUT.format(rps=rps, cut=self.top_cut_rate)
+        return None
 
 
 def write_json_atomic(path: Path, data: Mapping[str, Any]) -> None:

@@ -134,6 +134,26 @@ def test_a_lower_bound_run_whose_windows_broke_only_below_the_held_rate_is_incon
     assert s.capacity is not None and s.capacity["note"] == LOWER.note
 
 
+def _held_at_145_after_a_cut(reason: str) -> SummaryBuilder:
+    """A cut from 160 to 145 req/s with no window over the SLO, then 145 held."""
+    b = _builder()
+    b.add(make_row(1, old_rate=160.0, new_rate=145.0, action="DECREASE", reason=reason))
+    for t in range(2, 21):
+        b.add(make_row(t, old_rate=145.0, new_rate=145.0, action="HOLD", p95_ms=120.0))
+    return b
+
+
+def test_a_lower_bound_run_the_policy_cut_above_its_held_rate_is_a_pass() -> None:
+    s = _held_at_145_after_a_cut("knee_watch").build(RunAccumulator(), "x", LOWER)
+    assert s.verdict == "PASS"
+    assert s.capacity is not None and "backed off from 160 req/s" in s.capacity["note"]
+
+
+def test_a_guards_cut_is_no_evidence_of_the_limit() -> None:
+    s = _held_at_145_after_a_cut("clamp_max").build(RunAccumulator(), "x", LOWER)
+    assert s.verdict == "INCONCLUSIVE"
+
+
 def test_summary_json_is_written_atomically(tmp_path: Path) -> None:
     b = _builder()
     b.add(make_row(1))
