@@ -4,7 +4,7 @@
 rails (``loadguard.policies.guards``), outermost first::
 
     Exposure > Bounds > AutoStop > StaleHold > NoDataHold > Settling > GeneratorLimited
-             > StepLimit > policy
+             > NoRiseInBreach > StepLimit > policy
 
 Guard knobs (all optional; times in ms):
 
@@ -45,6 +45,7 @@ from loadguard.policies.guards import (
     Exposure,
     GeneratorLimited,
     NoDataHold,
+    NoRiseInBreach,
     Settling,
     StaleHold,
     StepLimit,
@@ -183,6 +184,7 @@ def build_policy(name: str, spec: SloSpec, **params: Any) -> Policy:
         knobs["stale_floor_after_ms"] if knobs["stale_floor_after_ms"] is not None else 2 * window
     )
     policy = StepLimit(policy, knobs["max_step_up"], knobs["max_step_down"])
+    policy = NoRiseInBreach(policy)
     policy = GeneratorLimited(policy, knobs["generator_ratio"], knobs["thread_headroom"])
     if not by_send_time:
         policy = Settling(

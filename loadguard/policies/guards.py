@@ -5,7 +5,7 @@ answers under its ``name``, so they compose; the order ``build_policy`` uses, ou
 first, is
 
     Exposure > Bounds > AutoStop > StaleHold > NoDataHold > Settling > GeneratorLimited
-             > StepLimit > policy
+             > NoRiseInBreach > StepLimit > policy
 
 Guards see the rate actually in force (``Observation.commanded_rps``), never a policy's
 wish, so an override never leaves a policy's state out of step with reality. Their timers (and the
@@ -43,6 +43,12 @@ Generator-limited. If a window's achieved rate :math:`X` stays below
 can deliver it. HOLD (reason ``generator_limited``) and log the threads Little's law says
 the generator needs, :math:`N \ge h\,R\,\bar T` (h headroom, :math:`\bar T` the mean
 response time).
+
+No rise in a breach. A policy that judges the rate in force by what was *sent* under it
+(``tally``, ``budget``) can find that rate within budget while the window the user reads,
+keyed on completion, still holds an earlier rate's backlog over the SLO. Rising then
+slows the drain, and the decision log would read INCREASE on a BREACH row: HOLD instead
+(reason ``breach_hold``) until the window is back within the SLO.
 
 Coordinated omission. ``Exposure`` copies offered vs achieved rate into every decision's
 detail and flags ``hidden_queueing`` on a DECREASE made while the shortfall
@@ -255,6 +261,17 @@ class GeneratorLimited(Guard):
             achieved_rps=obs.achieved_rps,
             threads_needed=float(threads),
         )
+
+
+@dataclass
+class NoRiseInBreach(Guard):
+    """No INCREASE while the window is over the SLO (reason ``breach_hold``)."""
+
+    def decide(self, obs: Observation) -> Decision:
+        d = self.inner.decide(obs)
+        if d.action is Action.INCREASE and obs.zone is Zone.BREACH:
+            return d.with_rate(obs.commanded_rps, "breach_hold")
+        return d
 
 
 @dataclass

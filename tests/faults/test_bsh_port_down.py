@@ -56,7 +56,10 @@ def test_unreachable_then_hung_port_logs_unapplied_backs_off_and_reasserts(
             *LOADGUARD, "attach", "--jtl", str(engine.jtl),
             "--engine", f"127.0.0.1:{proxy.port}",
             "--p95", "250ms", "--window", "3s", "--tick", "1s",
-            "--initial-rate", "6", "--max-rate", "40", "--duration", "90s",
+            "--initial-rate", "6", "--max-rate", "200", "--duration", "90s",
+            # the paper's rule: +10 req/s every settled window up to the knee (~180 req/s
+            # at 250 ms here), so the rate keeps changing through the 10 s hang
+            "--policy", "threezone",
             "--decisions", str(decisions), "--summary", str(tmp_path / "summary.json"), "-q",
         ]  # fmt: skip
         proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -105,13 +108,20 @@ def test_unreachable_then_hung_port_logs_unapplied_backs_off_and_reasserts(
         r["phase"] = phase_of(int(r["epoch_ms"]), marks)
     down = [r for r in rows if r["phase"] in ("refuse", "hang")]
     # 1. While the port is gone, every decision is logged and none claims to be applied
-    #    (skip the hang phase's first tick: a push may have completed as it began).
+    #    (skip the hang phase's first tick: a push may have completed as it began). A row
+    #    with no push to make (the rate unchanged and acknowledged: applied, no ack) can
+    #    only come before the phase's first failed push; from that one on, every row
+    #    re-asserts the rate and fails.
     refuse = [r for r in rows if r["phase"] == "refuse"]
     hang = [r for r in rows if r["phase"] == "hang"][1:]
     assert len(refuse) >= 5 and len(hang) >= 3
-    assert all(r["applied"] == "false" for r in refuse + hang), [
-        (r["phase"], r["applied"], r["engine_ack"]) for r in refuse + hang
-    ]
+    for phase in (refuse, hang):
+        first = next(i for i, r in enumerate(phase) if r["engine_ack"])
+        assert all(r["applied"] == "true" and not r["engine_ack"] for r in phase[:first])
+        assert all(r["applied"] == "false" for r in phase[first:]), [
+            (r["phase"], r["applied"], r["engine_ack"]) for r in phase
+        ]
+        assert len(phase) - first >= 3
     # 2. Bounded backoff: some ticks skip the engine instead of trying it again.
     backing_off = [r for r in down if "backing off" in r["engine_ack"]]
     tried = [r for r in down if "backing off" not in r["engine_ack"]]

@@ -18,6 +18,7 @@ from loadguard.policies.guards import (
     GeneratorLimited,
     Guard,
     NoDataHold,
+    NoRiseInBreach,
     Settling,
     StaleHold,
     StepLimit,
@@ -205,6 +206,16 @@ def test_generator_limited_lets_a_decrease_through() -> None:
     assert guard.decide(obs(wall_ms=20_000, achieved=50.0)).action is Action.DECREASE
 
 
+def test_no_rise_in_breach_holds_a_rise_while_the_window_is_over_the_slo() -> None:
+    d = NoRiseInBreach(Wants(1.5)).decide(obs(Zone.BREACH))
+    assert (d.action, d.reason, d.detail["inner_reason"]) == (Action.HOLD, "breach_hold", "inner")
+
+
+def test_no_rise_in_breach_lets_a_cut_and_a_rise_out_of_a_breach_through() -> None:
+    assert NoRiseInBreach(Wants(0.5)).decide(obs(Zone.BREACH)).action is Action.DECREASE
+    assert NoRiseInBreach(Wants(1.5)).decide(obs(Zone.SAFE)).action is Action.INCREASE
+
+
 def test_auto_stop_after_n_breach_windows() -> None:
     guard = AutoStop(Wants(0.9), windows=2, window_ms=10_000)
     actions = [guard.decide(obs(Zone.BREACH, wall_ms=t * 1000)).action for t in range(0, 21, 5)]
@@ -326,7 +337,7 @@ def test_every_guard_shares_the_guard_base() -> None:
     assert policy.name == "threezone" and not isinstance(policy, Guard)
     assert layers == [
         "Exposure", "Bounds", "AutoStop", "StaleHold", "NoDataHold", "Settling",
-        "GeneratorLimited", "StepLimit",
+        "GeneratorLimited", "NoRiseInBreach", "StepLimit",
     ]  # fmt: skip
     with pytest.raises(TypeError):
         Guard(policy)  # type: ignore[abstract]
