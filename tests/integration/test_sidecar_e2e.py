@@ -83,8 +83,12 @@ def test_run_drives_the_rate_to_the_knee_and_backs_off_past_it(
     proc = subprocess.run(
         # 90 s: alone, the first cut comes at ~25 s; beside another real-JMeter test (make
         # test's second pass on a 2-core CI machine) JMeter's start and the ramp's settling
-        # took the whole of a 70 s run without one.
-        run_args(out, mm4_target.port, "90s"),
+        # took the whole of a 70 s run without one. The paper's rule (+10 req/s a settled
+        # window, x0.8 on a breach) reaches this knee within that. The default does not:
+        # on M/M/4 its knee watcher sees p95 rise at 40 req/s (0.6 lambda*) and the climb
+        # under that soft ceiling took 34 s a step (docs/controller-jmeter.md); the
+        # default's real test is test_budget_real.py.
+        run_args(out, mm4_target.port, "90s", ["--policy", "threezone"]),
         capture_output=True,
         text=True,
         timeout=240,
@@ -107,9 +111,7 @@ def test_run_drives_the_rate_to_the_knee_and_backs_off_past_it(
     # Drove the rate up to the knee, never past the ceiling or to zero...
     assert max(rates) >= 0.8 * lam
     assert min(rates) > 0 and max(rates) <= 150.0
-    # ...and every DECREASE answered a window near or over the SLO: the default steers p95
-    # to its setpoint (here 1.3 x the idle ~0.6, capped at 0.75 of the SLO), so a cut may
-    # come from a SAFE window, but never from one far below that.
+    # ...and every DECREASE answered a window near or over the SLO.
     for r in rows:
         if r["action"] == "DECREASE" and r["reason"] not in ("stale", "clamp_max"):
             assert r["zone"] in ("BREACH", "NEAR") or float(r["p95_ms"]) > 0.6 * 250, r
