@@ -20,7 +20,9 @@ Definitions (docs/decision-log.md):
 * *verdict*: PASS when the last ``final_windows`` evaluated windows all met the SLO, or
   when ``max_compliant_rate >= min_capacity``; NO_DATA when nothing was evaluated;
   FAIL otherwise. A PASS whose capacity is only a lower bound (the knee was not reached:
-  ``capacity.status == "lower_bound"``) is INCONCLUSIVE instead (exit code 5): the run
+  ``capacity.status == "lower_bound"``), or unknown (no rate held long enough to count:
+  a 30 s demo whose cold start held 5 req/s said "PASS: Sustained 5 req/s"), is
+  INCONCLUSIVE instead (exit code 5): the run
   says how much load it tried, not how much the system takes. Not where the run met its
   limit at or above the held rate, though: a window over the SLO judged at a rate in
   force at or above it, or a cut the policy made from such a rate (a guard's ``stale``
@@ -292,12 +294,13 @@ class SummaryBuilder:
         else:
             verdict = "FAIL"
         held = self.held_rate()
-        if verdict == "PASS" and capacity.status == "lower_bound" and self.min_capacity is None:
+        open_ended = capacity.status in ("lower_bound", "unknown")
+        if verdict == "PASS" and open_ended and self.min_capacity is None:
             note = self._limit_note(capacity.rps, held.get("rps"))
-            if note is not None:
-                capacity = replace(capacity, note=note)
-            else:
+            if note is None:
                 verdict = INCONCLUSIVE
+            elif capacity.status == "lower_bound":
+                capacity = replace(capacity, note=note)
         # summary.json writes 0.0, not null, where no window was judged (its contract).
         shares = {
             m: self.tally.share(m) or 0.0

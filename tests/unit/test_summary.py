@@ -47,7 +47,8 @@ def test_verdict_pass_when_final_windows_meet_the_slo() -> None:
     b = _builder()
     for t in range(1, 8):
         b.add(make_row(t, p95_ms=100.0, rps=50.0))
-    s = b.build(RunAccumulator(), "jmeter_exited")
+    found = CapacityEstimate("estimated", 60.0, (55.0, 65.0), "p95_ms", None)
+    s = b.build(RunAccumulator(), "jmeter_exited", found)
     assert s.verdict == "PASS"
 
 
@@ -152,6 +153,16 @@ def test_a_lower_bound_run_the_policy_cut_above_its_held_rate_is_a_pass() -> Non
 def test_a_guards_cut_is_no_evidence_of_the_limit() -> None:
     s = _held_at_145_after_a_cut("clamp_max").build(RunAccumulator(), "x", LOWER)
     assert s.verdict == "INCONCLUSIVE"
+
+
+def test_a_pass_whose_capacity_is_unknown_and_that_met_no_limit_is_inconclusive() -> None:
+    unknown = CapacityEstimate("unknown", None, None, None, "no rate was held long enough")
+    b = _builder()
+    for t in range(1, 21):
+        b.add(make_row(t, old_rate=5.0, new_rate=5.0, action="HOLD", p95_ms=120.0))
+    s = b.build(RunAccumulator(), "x", unknown)
+    assert s.verdict == "INCONCLUSIVE"
+    assert s.capacity is not None and s.capacity["note"] == unknown.note
 
 
 def test_summary_json_is_written_atomically(tmp_path: Path) -> None:
