@@ -343,10 +343,11 @@ class SummaryBuilder:
         if held_rps is None:
             return None
         at_least = held_rps * (1 - 1e-9)
+        shown = 0.0 if rps is None else rps  # an unknown capacity keeps its own note
         if self.top_violated_rate is not None and self.top_violated_rate >= at_least:
-            return BOUND_BY_WINDOWS.format(rps=rps)
+            return BOUND_BY_WINDOWS.format(rps=shown)
         if self.top_cut_rate is not None and self.top_cut_rate >= at_least:
-            return BOUND_BY_CUT.format(rps=rps, cut=self.top_cut_rate)
+            return BOUND_BY_CUT.format(rps=shown, cut=self.top_cut_rate)
         return None
 
 

@@ -165,6 +165,13 @@ def test_a_pass_whose_capacity_is_unknown_and_that_met_no_limit_is_inconclusive(
     assert s.capacity is not None and s.capacity["note"] == unknown.note
 
 
+def test_a_pass_whose_capacity_is_unknown_but_that_met_its_limit_keeps_its_note() -> None:
+    unknown = CapacityEstimate("unknown", None, None, None, "no rate was held long enough")
+    s = _held_at_145(violated_at=149.0).build(RunAccumulator(), "x", unknown)
+    assert s.verdict == "PASS"
+    assert s.capacity is not None and s.capacity["note"] == unknown.note
+
+
 def test_summary_json_is_written_atomically(tmp_path: Path) -> None:
     b = _builder()
     b.add(make_row(1))
