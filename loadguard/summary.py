@@ -142,8 +142,9 @@ BOUND_BY_CUT = (
     "capacity above {rps:.4g} req/s: the samples' exceedance stayed under the SLO's "
     "allowance there, and the controller backed off from {cut:.4g} req/s on its evidence"
 )
-#: DECREASE reasons of the guard rails, which say nothing of the plant's limit.
-GUARD_CUTS = frozenset({"stale", "clamp_max", "clamp_min"})
+#: DECREASE reasons that say nothing of the plant's limit: the guard rails', and the
+#: counting policies' cuts that are no verdict on the rate (a cold start, a hang).
+GUARD_CUTS = frozenset({"stale", "clamp_max", "clamp_min", "cold_start", "stall"})
 
 
 class SummaryBuilder:

@@ -150,8 +150,9 @@ def test_a_lower_bound_run_the_policy_cut_above_its_held_rate_is_a_pass() -> Non
     assert s.capacity is not None and "backed off from 160 req/s" in s.capacity["note"]
 
 
-def test_a_guards_cut_is_no_evidence_of_the_limit() -> None:
-    s = _held_at_145_after_a_cut("clamp_max").build(RunAccumulator(), "x", LOWER)
+@pytest.mark.parametrize("reason", ["clamp_max", "stale", "cold_start", "stall"])
+def test_a_cut_that_is_no_verdict_on_the_rate_is_no_evidence_of_the_limit(reason: str) -> None:
+    s = _held_at_145_after_a_cut(reason).build(RunAccumulator(), "x", LOWER)
     assert s.verdict == "INCONCLUSIVE"
 
 
