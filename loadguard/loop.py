@@ -391,8 +391,10 @@ class ControlLoop:
         # Drain what JMeter wrote last, so the summary counts every sample.
         last = self.source.poll()
         self.run_acc.add(last)
-        end_ms = self._steady_now()
-        self.ledger.add(self.wall_steps.steady_batch(last, self.clock.wall_ms()))
+        wall = self.clock.wall_ms()
+        self.wall_steps.observe(wall, self.clock.mono_ms())
+        end_ms = self.wall_steps.steady(wall)
+        self.ledger.add(self.wall_steps.steady_batch(last, wall))
         capacity = estimate_capacity(
             self.ledger.by_rate(end_ms),
             self.ledger.criteria,

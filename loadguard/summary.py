@@ -297,10 +297,11 @@ class SummaryBuilder:
         held = self.held_rate()
         open_ended = capacity.status in ("lower_bound", "unknown")
         if verdict == "PASS" and open_ended and self.min_capacity is None:
-            note = self._limit_note(capacity.rps, held.get("rps"))
-            if note is None:
+            bound_by = self._limit_met(held.get("rps"))
+            if bound_by is None:
                 verdict = INCONCLUSIVE
             elif capacity.status == "lower_bound":
+                note = bound_by.format(rps=capacity.rps, cut=self.top_cut_rate)
                 capacity = replace(capacity, note=note)
         # summary.json writes 0.0, not null, where no window was judged (its contract).
         shares = {
@@ -338,17 +339,16 @@ class SummaryBuilder:
             held_rate=held,
         )
 
-    def _limit_note(self, rps: float | None, held_rps: float | None) -> str | None:
-        """What bound the run at or above the held rate, as the capacity's note: a
-        window over the SLO, else a cut of the policy's; None if neither did."""
+    def _limit_met(self, held_rps: float | None) -> str | None:
+        """What bound the run at or above the held rate, as the capacity note's template:
+        a window over the SLO, else a cut of the policy's; None if neither did."""
         if held_rps is None:
             return None
         at_least = held_rps * (1 - 1e-9)
-        shown = 0.0 if rps is None else rps  # an unknown capacity keeps its own note
         if self.top_violated_rate is not None and self.top_violated_rate >= at_least:
-            return BOUND_BY_WINDOWS.format(rps=shown)
+            return BOUND_BY_WINDOWS
         if self.top_cut_rate is not None and self.top_cut_rate >= at_least:
-            return BOUND_BY_CUT.format(rps=shown, cut=self.top_cut_rate)
+            return BOUND_BY_CUT
         return None
 
 
