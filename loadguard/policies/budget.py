@@ -96,7 +96,12 @@ empty; a capacity that really fell (halves) queues at the rate held below it, so
 ceiling stays.
 
 *Slow start.* Until some rate has been shown over budget, a rise needs only the point
-estimate V < B (with at least ``min_samples`` samples at r, in one mature quarter): a
+estimate V < B (with at least ``min_samples`` samples at r, in one mature quarter),
+predicted for the windows of the rate the step goes to when those of r are over it: far
+below the knee the next rate sees the same exceedance q, and its windows, ρ times
+larger, cross a percentile's allowance less often on the same q (the demo target's
+5 req/s start drew 3 of its first 125 samples over 250 ms: V = 8 % for windows of 50
+samples, 4 % for those of 100; on r's own windows the start was held for 42 s). A
 step that proves too high costs one cut, and the upper bound at a few dozen samples of a
 1 % error SLO (one error in a window of 50 violates it) would hold a 5 req/s start for
 minutes. A floor shown
@@ -244,24 +249,36 @@ class BudgetPolicy:
         return self._memo[key]
 
     def _pooled(self, view: LedgerView, rate: float, since_ms: int, floor: bool) -> Evidence:
-        blocks = self._blocks(view, rate, since_ms)
-        phis: tuple[float, ...] = ()
-        if floor:
-            best = [1.0] * len(view.criteria)
-            for r in self._rates(view):
-                if r < rate * (1 - 1e-9):
-                    ev = self._evidence(view, r, since_ms)
-                    for j, p in enumerate(ev.predictions):
-                        best[j] = max(best[j], p.dispersion.estimate)
-            cur = view.current()
-            if cur is not None and same_rate(cur.rate, rate):
-                for j, phi in enumerate(completion_dispersion(view.completions, len(best))):
-                    best[j] = max(best[j], phi)
-            phis = tuple(best)
+        phis = self._dispersion_floor(view, rate, since_ms) if floor else ()
         return pool(
-            blocks, view.criteria, rate, self.window_ms, self.confidence,
-            dispersion_floor=phis, min_samples=self.min_samples,
+            self._blocks(view, rate, since_ms), view.criteria, rate, self.window_ms,
+            self.confidence, dispersion_floor=phis, min_samples=self.min_samples,
         )  # fmt: skip
+
+    def _dispersion_floor(self, view: LedgerView, rate: float, since_ms: int) -> tuple[float, ...]:
+        """Per criterion, the largest dispersion measured at a lower rate and the one of
+        the completion bins at ``rate`` (``_evidence``'s ``floor``)."""
+        best = [1.0] * len(view.criteria)
+        for r in self._rates(view):
+            if r < rate * (1 - 1e-9):
+                ev = self._evidence(view, r, since_ms)
+                for j, p in enumerate(ev.predictions):
+                    best[j] = max(best[j], p.dispersion.estimate)
+        cur = view.current()
+        if cur is not None and same_rate(cur.rate, rate):
+            for j, phi in enumerate(completion_dispersion(view.completions, len(best))):
+                best[j] = max(best[j], phi)
+        return tuple(best)
+
+    def _step_share(self, view: LedgerView, rate: float) -> float:
+        """The slow start's V: the evidence at ``rate`` predicted for the windows of the
+        rate its step goes to (``_under``: ρ r, half steps √ρ r after a lift)."""
+        step = rate * (math.sqrt(self.ramp_factor) if self.relifted else self.ramp_factor)
+        return pool(
+            self._blocks(view, rate, self.since_ms), view.criteria, step, self.window_ms,
+            self.confidence, dispersion_floor=self._dispersion_floor(view, rate, self.since_ms),
+            min_samples=self.min_samples,
+        ).share  # fmt: skip
 
     @staticmethod
     def _rates(view: LedgerView) -> list[float]:
@@ -428,13 +445,18 @@ class BudgetPolicy:
             mid = self._step_back(view, rate)
             if mid is not None:
                 return self._move(obs, rate, mid, "knee_watch", **detail)
-        far = self.ceiling is None and not self.knee_seen
+        slow = far = self.ceiling is None and not self.knee_seen
         if self.restored and self.ceiling is not None and not far and self._queue_empty(obs):
             # climbing back to a restored ceiling, an empty queue is far from it: the
             # point estimate decides (the upper bound at a few hundred samples per
             # window takes minutes)
             far = True
         within = ev.share if far else ev.share_hi
+        if slow and within >= self.budget:
+            # the slow start's question is the step's: far below the knee the next rate
+            # sees the same exceedance, and its larger windows cross a percentile's
+            # allowance less often on it
+            within = min(within, self._step_share(view, rate))
         # A rate is left upward only on a whole window of evidence near the knee (the
         # queue there builds over seconds); far below it (the latency distribution still
         # the idle one) one mature quarter holding ``min_samples`` decides: the queue is

@@ -156,8 +156,8 @@ class TallyPolicy(BudgetPolicy):
         """(violated, judged) of the search's windows at the rate in force since the
         evidence's start, when they alone show it over budget: the exact lower bound of
         their share above B. The count of the user's own windows needs no model of their
-        dispersion, and it can decide while the model's bound cannot (heavy_tail seed 2,
-        B = 1 %: one violating window of one at 1.09 λ*, share_hi still 0.78)."""
+        dispersion, and it can decide while the model's bound cannot (the shop, seed 4,
+        B = 1 %: one violating window of one at 160 req/s, share_hi still 0.54)."""
         rate = obs.commanded_rps
         mine = [
             bad for r, end, bad in self.held
