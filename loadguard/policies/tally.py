@@ -55,11 +55,15 @@ is the first two windows' quarters sent a window after tracking starts (taken ag
 after a drain, and when the rate falls below the reference's lowest rate: lower down, a
 lower exceedance says nothing). Every window the last two spans of two windows, all at
 or above the reference's rates, are compared with it. When, in both spans, the share
-over T has fallen by more than the ceiling was over budget (:math:`\ln q_{lo,ref} -
-\ln q_{hi} > \ln(q_c/q_B(c))`: the old ceiling would now be within budget), or the
-share over the reference's own p(1-a) (which has counts where T has none) has fallen
+over T has fallen by more than the ceiling was over budget (:math:`\ln q_{lo,ref} - \ln
+q_{hi} > \ln(q_c/q_B(c))`: the old ceiling would now be within budget), or the share
+over the reference's own p(1-a) (which has counts where T has none) has fallen
 significantly -- each pair of 90 % intervals at the sample size the larger of the two
-measured dispersions leaves -- the plant got faster: the ceiling is lifted as
+measured dispersions leaves -- the plant got faster. So it did when, in both spans, the
+share over the median of the search's samples at lower rates (sent before tracking
+began, after the last lift) has fallen significantly: latency does not fall as the rate
+rises on a stationary plant, and a reference taken once the plant had warmed cannot show
+a warm-up that a collapse's ceiling still reflects. Either way the ceiling is lifted as
 ``budget`` lifts it (``budget``'s search again, from the rate held, its evidence from
 the recent windows) and tracking resumes once that search resolves.
 
@@ -117,6 +121,16 @@ class TallyPolicy(BudgetPolicy):
     track_ref: tuple[float, int, int | None] | None = field(default=None, init=False)
     #: the search's windows judged wholly at one rate: (rate, end ms, violated)
     held: list[tuple[float, int, bool]] = field(default_factory=list, init=False)
+    #: the send time at which tracking last began (the search's evidence is older)
+    track_began_ms: int = field(default=0, init=False)
+    #: the send time of the last ceiling lift (the plant changed: older samples are stale)
+    lifted_ms: int = field(default=0, init=False)
+
+    @staticmethod
+    def _now_ms(obs: Observation) -> int:
+        """The ledger's send-time watermark (the wall clock without one)."""
+        view = obs.ledger
+        return int(view.watermark_ms or obs.wall_ms) if view is not None else int(obs.wall_ms)
 
     def _gain(self, rate: float) -> float:
         return STEP_RESOLUTIONS * self._resolution(rate)
@@ -333,26 +347,64 @@ class TallyPolicy(BudgetPolicy):
         # would now be within budget); the tail over the reference's p(1-a), which
         # has counts where T has none (far below the knee), by any significant fall
         tests = [(None, margin)] + ([(b, 0.0)] if b is not None else [])
-        return any(self._fell(view, quarters, span, j, bin_, m) for bin_, m in tests)
+        if any(self._fell(view, quarters[:span], quarters, span, j, bin_, m) for bin_, m in tests):
+            return True
+        return self._faster_than_below(view, quarters, span, j)
+
+    def _faster_than_below(
+        self, view: LedgerView, quarters: list[tuple[float, np.ndarray]], span: int, j: int
+    ) -> bool:
+        """Latency does not fall as the rate rises on a stationary plant: if the share of
+        the last two spans' samples over the median of every sample sent earlier at a
+        lower rate (the first window after a cut left out, as ``_blocks`` does: it
+        queues behind the higher rate's backlog) is significantly below that median's
+        one half in both spans, the plant got faster since those rates were held. The
+        tracker's own reference cannot show it when the plant had warmed before
+        tracking began (the samples compared with are the search's, sent before it and
+        after the last lift, which marks a changed plant): on
+        the real TeaStore a cold store's collapse at 80 req/s set a
+        ceiling at its delivered 61 req/s, and the warm store then answered at a p95 of
+        20-30 ms under it for 140 s while the tracker climbed by γB a window."""
+        low = min(r for r, _ in quarters[-2 * span :])
+        start = self.track_began_ms
+        earlier: list[tuple[float, np.ndarray]] = []
+        prev: float | None = None
+        for e in view.epochs:
+            if e.rows.shape[0] and e.rate < low * (1 - 1e-9):
+                begin = e.from_ms + self.window_ms if prev is not None and prev > e.rate else 0
+                keep = (e.starts_ms >= max(begin, self.lifted_ms)) & (e.starts_ms < start)
+                earlier.extend((e.rate, row) for row in e.rows[keep])
+            prev = e.rate
+        if len(earlier) < span:
+            return False
+        hist = histogram(self._epoch_blocks(earlier), view.hist_col, self.window_ms)
+        over = np.cumsum(hist[::-1])[::-1]  # samples in bins >= b
+        n = int(hist.sum())
+        if n == 0:
+            return False
+        b = int(np.argmax(over <= 0.5 * n))
+        return self._fell(view, earlier, quarters, span, j, b, 0.0)
 
     def _fell(
         self,
         view: LedgerView,
+        reference: list[tuple[float, np.ndarray]],
         quarters: list[tuple[float, np.ndarray]],
         span: int,
         j: int,
         b: int | None,
         margin: float,
     ) -> bool:
-        """The reference's count (its first ``span`` quarters) against each of the last
-        two spans: the share's 90 % intervals apart by more than ``margin`` (in ln q),
+        """The ``reference``'s count (the tracker's first ``span`` quarters, or the
+        search's samples at lower rates) against each of the last two spans of
+        ``quarters``: the share's 90 % intervals apart by more than ``margin`` (in ln q),
         each at the sample size the larger of the two measured dispersions leaves (a
         quiet spell measures a low one: on the outage plant a span's own estimate of 1
         against the reference's 25 let a fall pass; the dispersion over every quarter
         since the reference is no better, as the change itself inflates it). Both spans
         must show it: near a knee a quiet spell lasts a window or two, and the test runs
         every window."""
-        ref = self._counts(view, quarters[:span], j, b)
+        ref = self._counts(view, reference, j, b)
         if ref is None or ref.exceed == 0:
             return False
         for part in (quarters[-2 * span : -span], quarters[-span:]):
@@ -385,6 +437,7 @@ class TallyPolicy(BudgetPolicy):
         """The plant got faster: ``budget``'s lift, and its search from the rate held."""
         self.tracking = False
         self.track_ref = None
+        self.lifted_ms = self._now_ms(obs)
         self.lifted = rate if self.ceiling is None else max(self.ceiling, rate)
         self.ceiling = self.ceiling_margin = self.reference = None
         self.knee_seen, self.relifted, self.past_lift = False, True, False
@@ -400,12 +453,13 @@ class TallyPolicy(BudgetPolicy):
         if d is not None:
             return d
         d = super().decide(obs)
+        if d.reason == "ceiling_lifted":
+            self.lifted_ms = self._now_ms(obs)
         if d.reason != "resolved":
             return d
         self.tracking = True
-        self._restart_reference(
-            obs.ledger.watermark_ms or obs.wall_ms if obs.ledger else obs.wall_ms
-        )
+        self.track_began_ms = self._now_ms(obs)
+        self._restart_reference(self.track_began_ms)
         self.next_ms = obs.timer_ms + self.window_ms
         debt = self.debt
         self.track_rate = self._settle(d.new_rate)

@@ -10,7 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from loadguard.lab.simulate.plants import BY_KEY
+from loadguard.lab.simulate.features import Warmup
+from loadguard.lab.simulate.plants import BY_KEY, _mm8
 from loadguard.lab.simulate.run import SimRun, simulate
 from loadguard.observation import Zone
 from loadguard.policies import build_policy
@@ -238,6 +239,24 @@ def test_a_service_that_keeps_warming_lifts_the_tracker_and_the_search_resumes()
     after = [t.decision.new_rate for t in run.ticks[lifted[0] :]]
     # the tracker alone climbs by gamma*B (~0.4 %) a window: it held ~53 req/s
     assert max(after) > 0.9 * warm
+
+
+def test_a_tracker_under_a_cold_collapse_s_ceiling_lifts_once_faster_than_below() -> None:
+    # M/M/8 2x slower at the start, warm after 200 s, seed 1: the slow start's step to
+    # 160 req/s collapsed the cold plant, the delivery cut set a ceiling of 83.6 and the
+    # search resolved under it; the tracker's own reference was taken already warm, so
+    # only the search's slower samples at lower rates show the plant got faster
+    plant = dataclasses.replace(BY_KEY["warmup"], scenario=_mm8(warmup=Warmup(2.0, 200.0)))
+    spec = plant.spec()
+    run = simulate(plant.with_run(600.0, 1), spec, build_policy("tally", spec))
+    reasons = [t.decision.reason for t in run.ticks]
+    first = next(i for i, r in enumerate(reasons) if r in ("tally_within", "tally_over"))
+    assert "delivery" in reasons[:first]
+    lifted = [i for i, r in enumerate(reasons) if r == "ceiling_lifted" and i > first]
+    assert lifted and lifted[0] < 250, "the tracker held under the cold plant's ceiling"
+    late = [t.decision.new_rate for t in run.ticks[300:]]
+    # before the rule: 76 req/s on average after 300 s (the tracker's γB a window)
+    assert sum(late) / len(late) > 0.9 * plant.nominal_lambda_star(plant.healthy())
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
