@@ -90,10 +90,11 @@ one small probe). A lift, a delivery cut and the end of a drain reset the eviden
 ramp step (a metastable plant in its slow state, a hang) keeps the ceiling it had
 before. Once the queue at the rate held is empty -- the window's mean response time
 within three standard errors of the lowest window mean seen (a service time's standard
-deviation being about its mean) -- that earlier ceiling is restored, soft (a margin of 0),
-and the climb back to it takes its steps on the point estimate while the queue stays
-empty; a capacity that really fell (halves) queues at the rate held below it, so its
-ceiling stays.
+deviation being about its mean) -- that earlier ceiling is restored, soft (a margin of 0;
+with no ceiling before it, the rate that collapsed, judged as the watcher's soft ceiling
+is: never shown over budget by the counts), and the climb back to it takes its steps
+on the point estimate while the queue stays empty; a capacity that really fell (halves)
+queues at the rate held below it, so its ceiling stays.
 
 *Slow start.* Until some rate has been shown over budget, a rise needs only the point
 estimate V < B (with at least ``min_samples`` samples at r, in one mature quarter),
@@ -202,7 +203,8 @@ class BudgetPolicy:
     healthy_ceiling: float | None = field(default=None, init=False)
     #: climbing back to a restored ceiling (until a rate is next over budget)
     restored: bool = field(default=False, init=False)
-    #: the soft ceiling the knee watcher set (the rate it fired at, not shown over)
+    #: the soft ceiling the knee watcher set (the rate it fired at, not shown over), or
+    #: the rate whose collapse set a ceiling where there was none
     watched: float | None = field(default=None, init=False)
     #: the start rate's first verdict over budget was taken (``_cold_start``)
     start_checked: bool = field(default=False, init=False)
@@ -323,6 +325,19 @@ class BudgetPolicy:
         crit = view.criteria[j]
         n_w = max(self.min_samples, round(rate * self.window_ms / 1000.0))
         return q_at_share(n_w, p.dispersion.estimate, crit.allowed, crit.percentile, self.budget)
+
+    @staticmethod
+    def _counted_secant(
+        a: tuple[float, float, int], b: tuple[float, float, int], q_b: float
+    ) -> float | None:
+        """The secant through two curve points (rate, q, N), None when neither counted a
+        sample over T: their shares are the floors 1/(2N), and two floors at different N
+        make a slope of the sample counts, not of q (on the real TeaStore, run 13, no
+        sample over 500 ms at 73 and 77 req/s: the fewer samples at 77 read as a rising
+        q, and the watcher's ceiling at 80 req/s held the run under it)."""
+        if a[1] * a[2] < 0.75 and b[1] * b[2] < 0.75:
+            return None
+        return BudgetPolicy._secant(a[:2], b[:2], q_b)
 
     @staticmethod
     def _secant(a: tuple[float, float], b: tuple[float, float], q_b: float) -> float | None:
@@ -578,6 +593,15 @@ class BudgetPolicy:
             self.floor = None
         if self.ceiling is not None and x < self.ceiling:
             self.healthy_ceiling = self.ceiling
+        elif self.ceiling is None and x < rate:
+            # a step with no ceiling above it (the slow start's, a climb after a lift)
+            # collapsed within a quarter: the rate is known over budget by what was
+            # delivered, never by the counts, as the watcher's soft ceiling is not;
+            # restored once the queue empties if the collapse delivered a ramp step or
+            # more below it (``_recovered``), and lifted as the watcher's is when the
+            # counts below it do not rise (the real TeaStore, run 15: the cold store
+            # delivered 38 req/s at 80 and the warm one then held 34 for 160 s)
+            self.healthy_ceiling = self.watched = rate
         self.ceiling = x if self.ceiling is None else min(self.ceiling, x)
         self.knee_seen = True
         self.lifted = None
@@ -911,9 +935,9 @@ class BudgetPolicy:
                 # warms for minutes): probe as BBR does, by two of the count's
                 # resolutions a window, not by blind half steps
                 target = min(target, rate * (1.0 + 2.0 * self._resolution(rate)))
-            below = [(r, q) for r, q, _n in curve if r < rate * (1 - 1e-9)]
-            if below and self.knee_seen:
-                guess = self._secant(below[-1], here, q_b)
+            below3 = [p for p in curve if p[0] < rate * (1 - 1e-9)]
+            if below3 and self.knee_seen:
+                guess = self._counted_secant(below3[-1], (*here, ev.samples), q_b)
                 if guess is not None and guess > rate:
                     target = min(target, guess)
             return self._move(obs, rate, target, "within_budget", **detail)
@@ -924,11 +948,7 @@ class BudgetPolicy:
             if guess is not None:
                 target = min(target, guess)
         if target <= rate * (1 + self._resolution(rate)):
-            if (
-                self.watched is not None
-                and same_rate(self.ceiling, self.watched)
-                and self._false_knee(curve, rate, here, q_b)
-            ):
+            if self._watched_ceiling() and self._false_knee(curve, rate, (*here, ev.samples), q_b):
                 # the ceiling is the knee watcher's, never shown over budget, and the
                 # counts below it put the budget's q a half step past it: the latency
                 # shift the watcher saw was not the knee; the pooled evidence at the
@@ -940,21 +960,31 @@ class BudgetPolicy:
             return hold(obs, rate, "resolved", **detail)
         return self._move(obs, rate, target, "within_budget", **detail)
 
+    def _watched_ceiling(self) -> bool:
+        """The ceiling is the knee watcher's (or a collapse's in a climb without one):
+        a soft ceiling never shown over budget by the counts."""
+        return (
+            self.ceiling is not None
+            and self.watched is not None
+            and same_rate(self.ceiling, self.watched)
+        )
+
     def _false_knee(
         self,
         curve: list[tuple[float, float, int]],
         rate: float,
-        here: tuple[float, float],
+        here: tuple[float, float, int],
         q_b: float,
     ) -> bool:
         r"""Was the knee watcher's soft ceiling a latency shift, not the knee? The count
         over T at the rates held below it (the secant through the last two, as
         ``_under`` extrapolates) reaches the budget's :math:`q_B` only a half slow-start
-        step (:math:`\sqrt{ρ}`) past the ceiling or more, or does not rise at all."""
-        below = [(r, q) for r, q, _n in curve if r < rate * (1 - 1e-9)]
+        step (:math:`\sqrt{ρ}`) past the ceiling or more, or does not rise at all (none
+        counted at either rate: ``_counted_secant``)."""
+        below = [p for p in curve if p[0] < rate * (1 - 1e-9)]
         if not below or self.ceiling is None:
             return False
-        guess = self._secant(below[-1], here, q_b)
+        guess = self._counted_secant(below[-1], here, q_b)
         return guess is None or guess >= self.ceiling * math.sqrt(self.ramp_factor)
 
     def _recovered(self, obs: Observation, rate: float) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -25,7 +26,7 @@ from loadguard.lab.simulate.run import SimRun, simulate
 from loadguard.lab.simulate.scenario import Scenario
 from loadguard.lab.target.distributions import ServiceDist
 from loadguard.ledger import Criterion, ExceedanceLedger, LedgerView, criteria_of
-from loadguard.observation import Action
+from loadguard.observation import Action, Zone
 from loadguard.policies import build_policy
 from loadguard.policies.budget import BudgetPolicy
 from loadguard.slo import SloSpec
@@ -566,3 +567,49 @@ def test_the_same_tail_shift_near_the_slo_is_the_knee() -> None:
     policy = BudgetPolicy(budget=0.05)
     assert policy._watch_knee(_shifted_tail_view(130.0), 17.0)
     assert policy.knee_seen
+
+
+def test_two_rates_with_nothing_counted_over_t_give_no_secant() -> None:
+    # the real TeaStore, run 13: no sample over 500 ms in ~1100 at 73.4 req/s nor in 756
+    # at 76.6; their floors 1/(2N) "rise" with the rate because N falls, and that slope
+    # put q_B below 80 * sqrt(2), so the watcher's ceiling at 80 req/s was kept
+    below, here = (73.36, 0.5 / 1100, 1100), (76.61, 0.5 / 756, 756)
+    floors = BudgetPolicy._secant(below[:2], here[:2], 0.015)
+    assert floors is not None and floors < 80.0 * math.sqrt(2.0)
+    assert BudgetPolicy._counted_secant(below, here, 0.015) is None
+    counted = (76.61, 3 / 756, 756)
+    assert BudgetPolicy._counted_secant(below, counted, 0.015) == BudgetPolicy._secant(
+        below[:2], counted[:2], 0.015
+    )
+
+
+def test_a_watcher_ceiling_with_nothing_counted_below_it_is_a_false_knee() -> None:
+    policy = BudgetPolicy()
+    policy.ceiling = 80.0
+    curve = [(67.27, 0.5 / 1300, 1300), (73.36, 0.5 / 1100, 1100), (76.61, 0.5 / 756, 756)]
+    assert policy._false_knee(curve, 76.61, curve[-1], 0.015)
+    # a count that rises steeply below it is the knee
+    rising = [(67.27, 2 / 1300, 1300), (73.36, 20 / 1100, 1100), (76.61, 40 / 756, 756)]
+    assert not policy._false_knee(rising, 76.61, rising[-1], 0.015)
+
+
+@pytest.mark.parametrize(("delivered", "restored"), [(38.0, True), (60.0, False)])
+def test_a_collapse_with_no_ceiling_above_it_keeps_the_rate_that_collapsed(
+    delivered: float, restored: bool
+) -> None:
+    # the real TeaStore, run 15: cold, the slow start's step to 80 req/s delivered 38;
+    # the ceiling at 38 then held the warm store at 34 req/s for 160 s
+    policy = BudgetPolicy()
+    view = SimpleNamespace(delivered_rps=delivered, delivered_mean_ms=2000.0, watermark_ms=30_000)
+    obs = SimpleNamespace(zone=Zone.BREACH, wall_ms=30_000, ledger=view)
+    d = policy._delivery_cut(obs, view, 80.0, {})  # type: ignore[arg-type]
+    assert d.reason == "delivery" and policy.ceiling == delivered
+    assert policy.healthy_ceiling == 80.0
+    # once the queue is empty, the rate that collapsed is the ceiling again if the
+    # collapse delivered a ramp step or more below it (a capacity there would not)
+    policy.min_mean_ms = 20.0
+    empty = SimpleNamespace(stats=SimpleNamespace(overall=SimpleNamespace(mean_ms=20.0, count=500)))
+    assert policy._recovered(empty, 30.0) is restored  # type: ignore[arg-type]
+    # and, never judged by the counts, it is soft as the watcher's is
+    policy.ceiling = policy.healthy_ceiling
+    assert policy._watched_ceiling()
