@@ -335,6 +335,7 @@ class BudgetPolicy:
         make a slope of the sample counts, not of q (on the real TeaStore, run 13, no
         sample over 500 ms at 73 and 77 req/s: the fewer samples at 77 read as a rising
         q, and the watcher's ceiling at 80 req/s held the run under it)."""
+        # q N is 1/2 at a floor and at least 1 where a sample was counted
         if a[1] * a[2] < 0.75 and b[1] * b[2] < 0.75:
             return None
         return BudgetPolicy._secant(a[:2], b[:2], q_b)
@@ -913,6 +914,7 @@ class BudgetPolicy:
             self.floor, self.floor_confirmed = rate, confirmed
         q_b = self._q_budget(ev, j, rate, view)
         here = (rate, max(ev.predictions[j].q, 0.5 / ev.samples))
+        point = (*here, ev.samples)  # as ``_curve`` gives the rates visited
         curve = self._curve(view, j)
         if self.ceiling is None:
             half = self.knee_seen or self.relifted
@@ -935,9 +937,9 @@ class BudgetPolicy:
                 # warms for minutes): probe as BBR does, by two of the count's
                 # resolutions a window, not by blind half steps
                 target = min(target, rate * (1.0 + 2.0 * self._resolution(rate)))
-            below3 = [p for p in curve if p[0] < rate * (1 - 1e-9)]
-            if below3 and self.knee_seen:
-                guess = self._counted_secant(below3[-1], (*here, ev.samples), q_b)
+            lower = [p for p in curve if p[0] < rate * (1 - 1e-9)]
+            if lower and self.knee_seen:
+                guess = self._counted_secant(lower[-1], point, q_b)
                 if guess is not None and guess > rate:
                     target = min(target, guess)
             return self._move(obs, rate, target, "within_budget", **detail)
@@ -948,7 +950,7 @@ class BudgetPolicy:
             if guess is not None:
                 target = min(target, guess)
         if target <= rate * (1 + self._resolution(rate)):
-            if self._watched_ceiling() and self._false_knee(curve, rate, (*here, ev.samples), q_b):
+            if self._watched_ceiling() and self._false_knee(curve, rate, point, q_b):
                 # the ceiling is the knee watcher's, never shown over budget, and the
                 # counts below it put the budget's q a half step past it: the latency
                 # shift the watcher saw was not the knee; the pooled evidence at the
