@@ -569,6 +569,41 @@ def test_the_same_tail_shift_near_the_slo_is_the_knee() -> None:
     assert policy.knee_seen
 
 
+def _shifted_median_view(p95_slo_ms: float) -> LedgerView:
+    """34 req/s for 30 s, then 44 req/s for 10 s, on a service whose whole distribution
+    moves with the load: the median 25 -> 40 ms, the p95 ~38 -> ~60 ms (the real
+    TeaStore, run 21: the watcher's median test fired at 44 req/s, p95 54 ms under a
+    500 ms SLO, and stepped back to 38 req/s)."""
+    rng = np.random.default_rng(11)
+    crit = Criterion("p95_ms", 0.05, p95_slo_ms)
+    ledger = ExceedanceLedger((crit,), window_ms=10_000, lag_ms=1000)
+    ledger.rate_in_force(34.0, 0)
+    ledger.rate_in_force(44.0, 29_000)  # in force from 30 000
+    starts_low = np.arange(0, 30_000, 1000 / 34)
+    starts_high = np.arange(30_000, 40_000, 1000 / 44)
+    for starts, median in ((starts_low, 25.0), (starts_high, 40.0)):
+        elapsed = median * np.exp(0.25 * rng.standard_normal(len(starts)))
+        ledger.add(_batch([int(s) for s in starts], [int(e) for e in elapsed]))
+    ledger.add(_batch([90_000], [1]))  # the watermark: all of it mature
+    return ledger.view(91_000)
+
+
+def test_a_median_shift_far_below_the_slo_is_no_knee() -> None:
+    # the p95 at 44 req/s (~60 ms) is short of the midpoint of the idle median and T
+    # (sqrt(25 x 500) ~ 112 ms)
+    policy = BudgetPolicy(budget=0.05)
+    assert not policy._watch_knee(_shifted_median_view(500.0), 44.0)
+    assert not policy.knee_seen
+
+
+def test_the_same_median_shift_near_the_slo_is_the_knee() -> None:
+    # a 100 ms SLO: the midpoint is sqrt(25 x 100) = 50 ms, and the p95 at 44 req/s is
+    # past it
+    policy = BudgetPolicy(budget=0.05)
+    assert policy._watch_knee(_shifted_median_view(100.0), 44.0)
+    assert policy.knee_seen
+
+
 def test_two_rates_with_nothing_counted_over_t_give_no_secant() -> None:
     # the real TeaStore, run 13: no sample over 500 ms in ~1100 at 73.4 req/s nor in 756
     # at 76.6; their floors 1/(2N) "rise" with the rate because N falls, and that slope
