@@ -536,71 +536,65 @@ def test_a_one_server_plants_long_service_past_capacity_is_no_hang() -> None:
     assert "hang" not in {t.decision.reason for t in run.ticks}
 
 
-def _shifted_tail_view(p95_slo_ms: float) -> LedgerView:
-    """12 req/s for 30 s, then 17 req/s for 10 s, on a service whose median stays at
-    45 ms while its p95 goes from ~100 to ~140 ms (TeaStore's drift under load, no
-    queue): log-normal latencies, the same draw scaled in the tail only."""
-    rng = np.random.default_rng(7)
+def _two_rates_view(
+    p95_slo_ms: float, low: tuple[float, float, float], high: tuple[float, float, float], seed: int
+) -> LedgerView:
+    """30 s at one rate, then 10 s at a higher one, log-normal latencies: each phase is
+    (rate, median ms, sigma of the log)."""
+    rng = np.random.default_rng(seed)
     crit = Criterion("p95_ms", 0.05, p95_slo_ms)
     ledger = ExceedanceLedger((crit,), window_ms=10_000, lag_ms=1000)
-    ledger.rate_in_force(12.0, 0)
-    ledger.rate_in_force(17.0, 29_000)  # in force from 30 000
-    starts_low = np.arange(0, 30_000, 1000 / 12)
-    starts_high = np.arange(30_000, 40_000, 1000 / 17)
-    for starts, sigma in ((starts_low, 0.5), (starts_high, 0.7)):
-        z = rng.standard_normal(len(starts))
-        elapsed = 45.0 * np.exp(sigma * z)  # median 45 ms; p95 101 ms, then 142 ms
+    ledger.rate_in_force(low[0], 0)
+    ledger.rate_in_force(high[0], 29_000)  # in force from 30 000
+    phases = (
+        (np.arange(0, 30_000, 1000 / low[0]), low),
+        (np.arange(30_000, 40_000, 1000 / high[0]), high),
+    )
+    for starts, (_rate, median, sigma) in phases:
+        elapsed = median * np.exp(sigma * rng.standard_normal(len(starts)))
         ledger.add(_batch([int(s) for s in starts], [int(e) for e in elapsed]))
     ledger.add(_batch([90_000], [1]))  # the watermark: all of it mature
     return ledger.view(91_000)
 
 
-def test_a_tail_shift_far_below_the_slo_is_no_knee() -> None:
-    policy = BudgetPolicy(budget=0.05)
-    assert not policy._watch_knee(_shifted_tail_view(500.0), 17.0)
-    assert not policy.knee_seen
-
-
-def test_the_same_tail_shift_near_the_slo_is_the_knee() -> None:
-    # a 130 ms SLO: the midpoint between the idle p95 (~100 ms) and T is ~118 ms, and the
-    # p95 at 17 req/s (~140 ms) is past it
-    policy = BudgetPolicy(budget=0.05)
-    assert policy._watch_knee(_shifted_tail_view(130.0), 17.0)
-    assert policy.knee_seen
+def _shifted_tail_view(p95_slo_ms: float) -> LedgerView:
+    """12 req/s, then 17 req/s, on a service whose median stays at 45 ms while its p95
+    goes from ~100 to ~140 ms (TeaStore's drift under load, no queue): the same draw
+    scaled in the tail only."""
+    return _two_rates_view(p95_slo_ms, (12.0, 45.0, 0.5), (17.0, 45.0, 0.7), seed=7)
 
 
 def _shifted_median_view(p95_slo_ms: float) -> LedgerView:
-    """34 req/s for 30 s, then 44 req/s for 10 s, on a service whose whole distribution
-    moves with the load: the median 25 -> 40 ms, the p95 ~38 -> ~60 ms (the real
-    TeaStore, run 21: the watcher's median test fired at 44 req/s, p95 54 ms under a
-    500 ms SLO, and stepped back to 38 req/s)."""
-    rng = np.random.default_rng(11)
-    crit = Criterion("p95_ms", 0.05, p95_slo_ms)
-    ledger = ExceedanceLedger((crit,), window_ms=10_000, lag_ms=1000)
-    ledger.rate_in_force(34.0, 0)
-    ledger.rate_in_force(44.0, 29_000)  # in force from 30 000
-    starts_low = np.arange(0, 30_000, 1000 / 34)
-    starts_high = np.arange(30_000, 40_000, 1000 / 44)
-    for starts, median in ((starts_low, 25.0), (starts_high, 40.0)):
-        elapsed = median * np.exp(0.25 * rng.standard_normal(len(starts)))
-        ledger.add(_batch([int(s) for s in starts], [int(e) for e in elapsed]))
-    ledger.add(_batch([90_000], [1]))  # the watermark: all of it mature
-    return ledger.view(91_000)
+    """34 req/s, then 44 req/s, on a service whose whole distribution moves with the
+    load: the median 25 -> 40 ms, the p95 ~38 -> ~60 ms (the real TeaStore, run 21: the
+    watcher's median test fired at 44 req/s, p95 54 ms under a 500 ms SLO, and stepped
+    back to 38 req/s)."""
+    return _two_rates_view(p95_slo_ms, (34.0, 25.0, 0.25), (44.0, 40.0, 0.25), seed=11)
 
 
-def test_a_median_shift_far_below_the_slo_is_no_knee() -> None:
-    # the p95 at 44 req/s (~60 ms) is short of the midpoint of the idle median and T
-    # (sqrt(25 x 500) ~ 112 ms)
+# (view, its higher rate, an SLO far above the shift, one near it). The tail: the
+# midpoint of the idle p95 (~100 ms) and T is ~224 ms under 500 ms and ~118 ms under
+# 130 ms, the p95 at 17 req/s ~140 ms. The median: the midpoint of the idle median and
+# T is sqrt(25 x 500) ~ 112 ms and sqrt(25 x 100) = 50 ms, the p95 at 44 req/s ~60 ms.
+SHIFTS = {
+    "tail": (_shifted_tail_view, 17.0, 500.0, 130.0),
+    "median": (_shifted_median_view, 44.0, 500.0, 100.0),
+}
+
+
+@pytest.mark.parametrize("shift", SHIFTS)
+def test_a_shift_far_below_the_slo_is_no_knee(shift: str) -> None:
+    view, rate, far, _near = SHIFTS[shift]
     policy = BudgetPolicy(budget=0.05)
-    assert not policy._watch_knee(_shifted_median_view(500.0), 44.0)
+    assert not policy._watch_knee(view(far), rate)
     assert not policy.knee_seen
 
 
-def test_the_same_median_shift_near_the_slo_is_the_knee() -> None:
-    # a 100 ms SLO: the midpoint is sqrt(25 x 100) = 50 ms, and the p95 at 44 req/s is
-    # past it
+@pytest.mark.parametrize("shift", SHIFTS)
+def test_the_same_shift_near_the_slo_is_the_knee(shift: str) -> None:
+    view, rate, _far, near = SHIFTS[shift]
     policy = BudgetPolicy(budget=0.05)
-    assert policy._watch_knee(_shifted_median_view(100.0), 44.0)
+    assert policy._watch_knee(view(near), rate)
     assert policy.knee_seen
 
 
