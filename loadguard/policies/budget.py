@@ -834,20 +834,16 @@ class BudgetPolicy:
         if n0 * a < 5 or n == 0:
             return False
         over = np.cumsum(idle[::-1])[::-1]  # idle samples in bins >= b
-        tail = int(np.argmax(over <= a * n0))
         limits = [c.threshold_ms for c in view.criteria if c.percentile and c.threshold_ms]
-        scale = math.sqrt(min(limits) / hist_edge_ms(tail)) if limits else 1.0
+        t = min(limits) if limits else None
         for share in (a, 0.5):
             b = int(np.argmax(over <= share * n0))
             k0, k = int(over[b]), int(hist[b:].sum())
-            if share == a:
-                moved = _moved(hist, hist_edge_ms(b) * scale, share)
-            else:
-                # the median's shift drags a tail into the SLO's range: the p(1-a) at r
-                # past the midpoint of the idle median and T
-                mid = math.sqrt(hist_edge_ms(b) * min(limits)) if limits else 0.0
-                moved = _moved(hist, mid, a)
-            if moved and self._apart(k, n, k0, n0):
+            # either shift counts once the p(1-a) at r is past the geometric midpoint of
+            # the idle quantile tested and T (with no threshold: past the idle p(1-a))
+            edge = hist_edge_ms(b)
+            level = math.sqrt(edge * t) if t else (edge if share == a else 0.0)
+            if _moved(hist, level, a) and self._apart(k, n, k0, n0):
                 self.knee_seen = True
                 return True
         return False
