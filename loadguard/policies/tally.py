@@ -337,6 +337,10 @@ class TallyPolicy(BudgetPolicy):
             self.track_ref = (min(r for r, _ in first), j, b)
             return False
         low, j, b = self.track_ref
+        if len(quarters) >= 2 * span and self._faster_than_below(
+            view, quarters, span, j, self.track_began_ms
+        ):
+            return True
         if len(quarters) < 3 * span:
             return False
         parts = (quarters[-2 * span : -span], quarters[-span:])
@@ -347,36 +351,55 @@ class TallyPolicy(BudgetPolicy):
         # would now be within budget); the tail over the reference's p(1-a), which
         # has counts where T has none (far below the knee), by any significant fall
         tests = [(None, margin)] + ([(b, 0.0)] if b is not None else [])
-        if any(self._fell(view, quarters[:span], quarters, span, j, bin_, m) for bin_, m in tests):
-            return True
-        return self._faster_than_below(view, quarters, span, j)
+        ref = quarters[:span]
+        return any(self._fell(view, ref, quarters, span, j, bin_, m) for bin_, m in tests)
 
     def _faster_than_below(
-        self, view: LedgerView, quarters: list[tuple[float, np.ndarray]], span: int, j: int
+        self,
+        view: LedgerView,
+        quarters: list[tuple[float, np.ndarray]],
+        span: int,
+        j: int,
+        before_ms: int,
     ) -> bool:
         """Latency does not fall as the rate rises on a stationary plant: if the share of
-        the last two spans' samples over the median of every sample sent earlier at a
-        lower rate (the first window after a cut left out, as ``_blocks`` does: it
-        queues behind the higher rate's backlog) is significantly below that median's
-        one half in both spans, the plant got faster since those rates were held. The
-        tracker's own reference cannot show it when the plant had warmed before
-        tracking began (the samples compared with are the search's, sent before it and
-        after the last lift, which marks a changed plant): on
-        the real TeaStore a cold store's collapse at 80 req/s set a
-        ceiling at its delivered 61 req/s, and the warm store then answered at a p95 of
-        20-30 ms under it for 140 s while the tracker climbed by γB a window."""
+        the last two spans' samples over the median of the samples sent earlier at a
+        lower rate (before ``before_ms`` and after the last lift, which marks a changed
+        plant; the first window after a cut left out, as ``_blocks`` does: it queues
+        behind the higher rate's backlog) is significantly below that median's one half
+        in both spans, the plant got faster since those rates were held. The earlier
+        samples are taken pooled, and each epoch of a whole window or more on its own: a
+        warm-up's cold epochs are diluted in a pool that later, warm visits dominate
+        (the warmup plant, seed 3: a ceiling of 113 req/s set cold at 64 s held the
+        tracker under it from 154 to 384 s), and one epoch's median shows them. The
+        tracker's own reference cannot show it when the plant had warmed before tracking
+        began: on the real TeaStore a cold store's collapse at 80 req/s set a ceiling at
+        its delivered 61 req/s, and the warm store then answered at a p95 of 20-30 ms
+        under it for 140 s while the tracker climbed by γB a window."""
         low = min(r for r, _ in quarters[-2 * span :])
-        start = self.track_began_ms
-        earlier: list[tuple[float, np.ndarray]] = []
+        pooled: list[tuple[float, np.ndarray]] = []
         prev: float | None = None
         for e in view.epochs:
             if e.rows.shape[0] and e.rate < low * (1 - 1e-9):
                 begin = e.from_ms + self.window_ms if prev is not None and prev > e.rate else 0
-                keep = (e.starts_ms >= max(begin, self.lifted_ms)) & (e.starts_ms < start)
-                earlier.extend((e.rate, row) for row in e.rows[keep])
+                keep = (e.starts_ms >= max(begin, self.lifted_ms)) & (e.starts_ms < before_ms)
+                earlier = [(e.rate, row) for row in e.rows[keep]]
+                pooled.extend(earlier)
+                if len(earlier) >= PARTS and self._below_median(view, earlier, quarters, span, j):
+                    return True
             prev = e.rate
-        if len(earlier) < span:
-            return False
+        return len(pooled) >= span and self._below_median(view, pooled, quarters, span, j)
+
+    def _below_median(
+        self,
+        view: LedgerView,
+        earlier: list[tuple[float, np.ndarray]],
+        quarters: list[tuple[float, np.ndarray]],
+        span: int,
+        j: int,
+    ) -> bool:
+        """Both of the last two spans' shares over the ``earlier`` samples' median
+        significantly below its one half (``_fell``)."""
         hist = histogram(self._epoch_blocks(earlier), view.hist_col, self.window_ms)
         over = np.cumsum(hist[::-1])[::-1]  # samples in bins >= b
         n = int(hist.sum())
@@ -417,6 +440,22 @@ class TallyPolicy(BudgetPolicy):
             if lo <= 0.0 or math.log(lo) - math.log(hi) <= margin:
                 return False
         return True
+
+    def _headroom_changed(self, view: LedgerView, rate: float, ev: Evidence, j: int) -> bool:
+        """``budget``'s test at the rate held below the ceiling, or latency at that rate
+        below the search's at a lower rate earlier (``_faster_than_below``), over the
+        last two spans of two windows sent at it."""
+        if super()._headroom_changed(view, rate, ev, j):
+            return True
+        cur = view.current()
+        if cur is None or not same_rate(cur.rate, rate):
+            return False
+        rows = cur.rows[cur.starts_ms >= self.since_ms]
+        span = 2 * PARTS
+        if rows.shape[0] < 2 * span:
+            return False
+        quarters = [(cur.rate, row) for row in rows]
+        return self._faster_than_below(view, quarters, span, j, cur.from_ms)
 
     def _shown_over(self, obs: Observation) -> Decision | None:
         view = obs.ledger
