@@ -259,6 +259,31 @@ def test_a_tracker_under_a_cold_collapse_s_ceiling_lifts_once_faster_than_below(
     assert sum(late) / len(late) > 0.9 * plant.nominal_lambda_star(plant.healthy())
 
 
+def test_a_search_under_a_cold_ceiling_lifts_it_once_faster_than_a_lower_rate_was() -> None:
+    # the warmup plant (3x slower at the start, warm after 90 s), seed 3: the slow
+    # start's step to 113 req/s at 58 s was over budget cold, and the search held 80 req/s
+    # under it; budget's reference at 80 was taken already warm, so the ceiling stood
+    # until the tracker lifted it at 384 s. The slow start's samples at the lower rates,
+    # all sent cold, show the plant got faster
+    run = _run("warmup", 200.0, 3)
+    reasons = [t.decision.reason for t in run.ticks]
+    over = next(i for i, r in enumerate(reasons) if r == "over_budget")
+    lifted = [t.t_s for t in run.ticks[over:] if t.decision.reason == "ceiling_lifted"]
+    assert lifted and lifted[0] < 150.0, "the search held under the cold plant's ceiling"
+    assert not any(
+        r in ("tally_within", "tally_over") for r in reasons[over : reasons.index("ceiling_lifted")]
+    )
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_stationary_plant_lifts_no_ceiling_in_the_search_either(seed: int) -> None:
+    # a drain's tail after a cut is a short epoch whose median the queue still inflates:
+    # compared alone it lifted mm8's ceiling at 199 s on seed 3 (the rule compares an
+    # epoch alone only over a whole window or more)
+    run = _run("mm8", 400.0, seed)
+    assert "ceiling_lifted" not in [t.decision.reason for t in run.ticks]
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_a_stationary_plant_does_not_lift_the_tracker(seed: int) -> None:
     # a quiet spell near the knee lasts a window or two; the tail must have fallen in
