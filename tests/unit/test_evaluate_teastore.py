@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
 from lxml import etree
 
 from loadguard.cli import cli
+from loadguard.errors import EngineError
 from loadguard.lab.evaluate import targets as targets_mod
 from loadguard.lab.evaluate.config import EvalConfig, teastore_overrides
 from loadguard.lab.evaluate.runner import baseline_props
@@ -157,3 +159,41 @@ def test_reset_asks_teastores_own_database_page_for_the_start_counts() -> None:
     url = reset_url(8080)
     assert url.startswith("http://127.0.0.1:8080/tools.descartes.teastore.webui/dataBaseAction?")
     assert "categories=5&products=100&users=100&orders=5&confirm=" in url
+
+
+def _flaky_spawn(starts: list[str], hangs: int) -> Callable[..., Iterator[SimpleNamespace]]:
+    @contextmanager
+    def fake(args: list[str]) -> Iterator[SimpleNamespace]:
+        starts.append("start")
+        if len(starts) <= hangs:
+            raise EngineError("loadguard teastore exited before it was ready: not ready")
+        yield SimpleNamespace(port=4242)
+        starts.append("stop")
+
+    return fake
+
+
+def test_a_teastore_that_never_became_ready_is_started_once_more(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    starts: list[str] = []
+    monkeypatch.setattr(targets_mod, "spawn_teastore", _flaky_spawn(starts, hangs=1))
+    monkeypatch.setattr(targets_mod, "resolve_source", lambda _s: SimpleNamespace(path=tmp_path))
+    monkeypatch.setattr(targets_mod, "source_from_env", lambda: None)
+    cfg = EvalConfig(out_dir=tmp_path, target_kind="teastore")
+    with targets_mod.open_target(cfg, 1) as target:
+        assert target.port == 4242
+    assert starts == ["start", "start", "stop"]
+
+
+def test_a_teastore_that_hangs_at_every_start_fails_the_evaluation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    starts: list[str] = []
+    monkeypatch.setattr(targets_mod, "spawn_teastore", _flaky_spawn(starts, hangs=99))
+    monkeypatch.setattr(targets_mod, "resolve_source", lambda _s: SimpleNamespace(path=tmp_path))
+    monkeypatch.setattr(targets_mod, "source_from_env", lambda: None)
+    cfg = EvalConfig(out_dir=tmp_path, target_kind="teastore")
+    with pytest.raises(EngineError, match="not ready"), targets_mod.open_target(cfg, 1):
+        pass
+    assert starts == ["start"] * targets_mod.TEASTORE_STARTS

@@ -29,7 +29,7 @@ from loadguard.lab.evaluate.config import TARGET_PATH, EvalConfig
 from loadguard.lab.evaluate.schemes import Scheme
 from loadguard.lab.evaluate.teastore_plans import browse_baseline
 from loadguard.lab.target.process import spawn_target
-from loadguard.lab.teastore.process import spawn_teastore
+from loadguard.lab.teastore.process import TeaStoreProcess, spawn_teastore
 from loadguard.lab.teastore.reset import reset_teastore
 from loadguard.lab.teastore.runner import login_works, pages_work
 from loadguard.lab.teastore.source import resolve_source, source_from_env
@@ -54,12 +54,31 @@ def open_target(cfg: EvalConfig, seed: int) -> Iterator[OpenTarget]:
     """A fresh target for one run or sweep point; stopped on the way out."""
     if cfg.target_kind == "teastore":
         source = resolve_source(source_from_env()).path  # one line, before a child starts
-        with spawn_teastore(["--layout", cfg.teastore_layout, "--source", str(source)]) as store:
+        args = ["--layout", cfg.teastore_layout, "--source", str(source)]
+        with ExitStack() as stack:
+            store = _start_teastore(stack, args)
             yield OpenTarget(store.port, None, round(time.time() * 1000))
     else:
         args = [*cfg.target_args, "--seed", str(seed)] if cfg.target_args else cfg.target.args(seed)
         with spawn_target(args) as target:
             yield OpenTarget(target.port, target.ready.lambda_star_rps, round(time.time() * 1000))
+
+
+#: Starts of a fresh TeaStore tried before an evaluation gives up.
+TEASTORE_STARTS = 2
+
+
+def _start_teastore(stack: ExitStack, args: list[str]) -> TeaStoreProcess:
+    """A fresh TeaStore, started again once if it never became ready: a start now and
+    then hangs with its status page never answering (run 28: fifty status requests
+    parked in the WebUI for 600 s, the services refusing connections), and one hung
+    start ended a five-round evaluation after its second run."""
+    for _ in range(TEASTORE_STARTS - 1):
+        try:
+            return stack.enter_context(spawn_teastore(args))
+        except EngineError as exc:
+            log.warning("TeaStore did not start (%s); starting a fresh one", exc)
+    return stack.enter_context(spawn_teastore(args))
 
 
 class Targets:
