@@ -80,6 +80,7 @@ clamp :math:`r' \in [r/ρ, ρ r]`.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -364,9 +365,10 @@ class TallyPolicy(BudgetPolicy):
     ) -> bool:
         """Latency does not fall as the rate rises on a stationary plant: if the share of
         the last two spans' samples over the median of the samples sent earlier at a
-        lower rate (before ``before_ms`` and after the last lift, which marks a changed
-        plant; the first window after a cut left out, as ``_blocks`` does: it queues
-        behind the higher rate's backlog) is significantly below that median's one half
+        lower rate (before ``before_ms``, after the last lift, which marks a changed
+        plant, and no more than a span before the ceiling was met; the first window
+        after a cut left out, as ``_blocks`` does: it queues behind the higher rate's
+        backlog) is significantly below that median's one half
         in both spans, the plant got faster since those rates were held. The earlier
         samples are taken pooled, and each epoch of a whole window or more on its own: a
         warm-up's cold epochs are diluted in a pool that later, warm visits dominate
@@ -377,18 +379,32 @@ class TallyPolicy(BudgetPolicy):
         its delivered 61 req/s, and the warm store then answered at a p95 of 20-30 ms
         under it for 140 s while the tracker climbed by γB a window."""
         low = min(r for r, _ in quarters[-2 * span :])
+        # no older than a span before the ceiling was met: a plant that got faster
+        # before it did is no stale ceiling (M/M/8 4x slow warm by 60 s, seed 1: a
+        # delivery cut at 226 req/s set 154 at 78 s, warm, and the cold start's samples
+        # at 3.5 req/s lifted it)
+        oldest = max(self.lifted_ms, self._ceiling_met_ms(view) - span * view.part_ms)
         pooled: list[tuple[float, np.ndarray]] = []
         prev: float | None = None
         for e in view.epochs:
             if e.rows.shape[0] and e.rate < low * (1 - 1e-9):
                 begin = e.from_ms + self.window_ms if prev is not None and prev > e.rate else 0
-                keep = (e.starts_ms >= max(begin, self.lifted_ms)) & (e.starts_ms < before_ms)
+                keep = (e.starts_ms >= max(begin, oldest)) & (e.starts_ms < before_ms)
                 earlier = [(e.rate, row) for row in e.rows[keep]]
                 pooled.extend(earlier)
                 if len(earlier) >= PARTS and self._below_median(view, earlier, quarters, span, j):
                     return True
             prev = e.rate
         return len(pooled) >= span and self._below_median(view, pooled, quarters, span, j)
+
+    def _ceiling_met_ms(self, view: LedgerView) -> int:
+        """When the latest epoch at or above the ceiling began (0 without a ceiling)."""
+        if self.ceiling is None:
+            return 0
+        for e in reversed(view.epochs):
+            if e.rate >= self.ceiling * (1 - 1e-9):
+                return int(e.from_ms)
+        return 0
 
     def _below_median(
         self,
@@ -442,20 +458,28 @@ class TallyPolicy(BudgetPolicy):
         return True
 
     def _headroom_changed(self, view: LedgerView, rate: float, ev: Evidence, j: int) -> bool:
-        """``budget``'s test at the rate held below the ceiling, or latency at that rate
-        below the search's at a lower rate earlier (``_faster_than_below``), over the
-        last two spans of two windows sent at it."""
+        """``budget``'s test at the rate held below the ceiling, or latency over the last
+        two spans of two windows sent since the evidence's start (at the rates the search
+        held, the first window after a cut left out) below the one at a lower rate sent
+        before them (``_faster_than_below``): the search moves every window or two, so a
+        test at the rate in force alone waited for the tracker (the real TeaStore, run
+        28: warm at 60 s, p95 47-53 ms at 33-43 req/s under a cold collapse's ceiling of
+        46.8, lifted at 158 s)."""
         if super()._headroom_changed(view, rate, ev, j):
             return True
-        cur = view.current()
-        if cur is None or not same_rate(cur.rate, rate):
-            return False
-        rows = cur.rows[cur.starts_ms >= self.since_ms]
+        sent: list[tuple[float, int, np.ndarray]] = []
+        prev: float | None = None
+        for e in view.epochs:
+            if e.rows.shape[0]:
+                begin = e.from_ms + self.window_ms if prev is not None and prev > e.rate else 0
+                keep = e.starts_ms >= max(begin, self.since_ms)
+                sent.extend(zip(itertools.repeat(e.rate), e.starts_ms[keep], e.rows[keep]))
+            prev = e.rate
         span = 2 * PARTS
-        if rows.shape[0] < 2 * span:
+        if len(sent) < 2 * span:
             return False
-        quarters = [(cur.rate, row) for row in rows]
-        return self._faster_than_below(view, quarters, span, j, cur.from_ms)
+        quarters = [(r, row) for r, _, row in sent]
+        return self._faster_than_below(view, quarters, span, j, int(sent[-2 * span][1]))
 
     def _shown_over(self, obs: Observation) -> Decision | None:
         view = obs.ledger
