@@ -274,6 +274,21 @@ def test_a_search_that_moves_under_a_cold_ceiling_lifts_it_over_the_rates_it_hel
     assert not any(r.startswith("tally_") for r in reasons[:lift])
 
 
+def test_the_tracker_reads_the_search_s_last_spans_for_a_stale_ceiling() -> None:
+    # M/M/8 2x slower at the start, warm after 200 s, seed 1: tracking starts at 153 s
+    # under a ceiling set while the plant was slower. The tracker's own quarters start
+    # a window after the hand-over, so two spans of them take 50 s at least; the
+    # search's last spans, sent since its evidence began, show the change at once
+    # (before: lifted at 213 s)
+    plant = dataclasses.replace(BY_KEY["warmup"], scenario=_mm8(warmup=Warmup(2.0, 200.0)))
+    spec = plant.spec()
+    run = simulate(plant.with_run(250.0, 1), spec, build_policy("tally", spec))
+    reasons = [t.decision.reason for t in run.ticks]
+    first = next(i for i, r in enumerate(reasons) if r.startswith("tally_"))
+    lift = reasons.index("ceiling_lifted", first)
+    assert run.ticks[lift].t_s - run.ticks[first].t_s < 45.0
+
+
 def test_a_plant_that_got_faster_before_its_ceiling_was_met_keeps_the_ceiling() -> None:
     # M/M/8 4x slower at the start, warm by 60 s, seed 1: the slow start's step to 226
     # req/s at 72 s met the warm plant and its delivery cut set the ceiling at the 154
