@@ -161,7 +161,13 @@ def test_reset_asks_teastores_own_database_page_for_the_start_counts() -> None:
     assert "categories=5&products=100&users=100&orders=5&confirm=" in url
 
 
-def _flaky_spawn(starts: list[str], hangs: int) -> Callable[..., Iterator[SimpleNamespace]]:
+def _teastore_that_hangs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hangs: int
+) -> tuple[EvalConfig, list[str]]:
+    """A TeaStore config whose first ``hangs`` starts never become ready, and the log of
+    its starts and stops."""
+    starts: list[str] = []
+
     @contextmanager
     def fake(args: list[str]) -> Iterator[SimpleNamespace]:
         starts.append("start")
@@ -170,17 +176,16 @@ def _flaky_spawn(starts: list[str], hangs: int) -> Callable[..., Iterator[Simple
         yield SimpleNamespace(port=4242)
         starts.append("stop")
 
-    return fake
+    monkeypatch.setattr(targets_mod, "spawn_teastore", fake)
+    monkeypatch.setattr(targets_mod, "resolve_source", lambda _s: SimpleNamespace(path=tmp_path))
+    monkeypatch.setattr(targets_mod, "source_from_env", lambda: None)
+    return EvalConfig(out_dir=tmp_path, target_kind="teastore"), starts
 
 
 def test_a_teastore_that_never_became_ready_is_started_once_more(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    starts: list[str] = []
-    monkeypatch.setattr(targets_mod, "spawn_teastore", _flaky_spawn(starts, hangs=1))
-    monkeypatch.setattr(targets_mod, "resolve_source", lambda _s: SimpleNamespace(path=tmp_path))
-    monkeypatch.setattr(targets_mod, "source_from_env", lambda: None)
-    cfg = EvalConfig(out_dir=tmp_path, target_kind="teastore")
+    cfg, starts = _teastore_that_hangs(tmp_path, monkeypatch, hangs=1)
     with targets_mod.open_target(cfg, 1) as target:
         assert target.port == 4242
     assert starts == ["start", "start", "stop"]
@@ -189,11 +194,7 @@ def test_a_teastore_that_never_became_ready_is_started_once_more(
 def test_a_teastore_that_hangs_at_every_start_fails_the_evaluation(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    starts: list[str] = []
-    monkeypatch.setattr(targets_mod, "spawn_teastore", _flaky_spawn(starts, hangs=99))
-    monkeypatch.setattr(targets_mod, "resolve_source", lambda _s: SimpleNamespace(path=tmp_path))
-    monkeypatch.setattr(targets_mod, "source_from_env", lambda: None)
-    cfg = EvalConfig(out_dir=tmp_path, target_kind="teastore")
+    cfg, starts = _teastore_that_hangs(tmp_path, monkeypatch, hangs=99)
     with pytest.raises(EngineError, match="not ready"), targets_mod.open_target(cfg, 1):
         pass
     assert starts == ["start"] * targets_mod.TEASTORE_STARTS
