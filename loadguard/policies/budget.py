@@ -139,6 +139,7 @@ start's step. Each update ends in the clamp :math:`r' \in [r/ρ, ρ r]`.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -147,7 +148,7 @@ import numpy as np
 from loadguard.errors import PolicyError
 from loadguard.evidence import Evidence, completion_dispersion, histogram, pool
 from loadguard.exceedance import CONFIDENCE, jeffreys, q_at_share
-from loadguard.ledger import PARTS, LedgerView, hist_bin, hist_edge_ms
+from loadguard.ledger import PARTS, EpochView, LedgerView, hist_bin, hist_edge_ms
 from loadguard.observation import Observation, Zone
 from loadguard.policies.base import Decision, decide, hold, same_rate
 from loadguard.slo import DEFAULT_VIOLATION_BUDGET
@@ -220,20 +221,25 @@ class BudgetPolicy:
             raise PolicyError("budget window_ms must be > 0")
 
     # ------------------------------------------------------------------ evidence
-    def _blocks(self, view: LedgerView, rate: float, since_ms: int) -> list[np.ndarray]:
-        """The rows sent at ``rate`` since ``since_ms``; of an epoch entered by a cut, only
-        those sent a window after it began (before, they queue behind the higher rate's
-        backlog, which is no verdict on this rate)."""
-        out = []
+    def _settled(self, view: LedgerView) -> Iterator[tuple[EpochView, int]]:
+        """Each epoch holding rows, with the send time its samples count from: a window
+        after it began when a cut entered it (before, they queue behind the higher
+        rate's backlog, which is no verdict on this rate), else 0."""
         prev: float | None = None
         for e in view.epochs:
-            if same_rate(e.rate, rate) and e.rows.shape[0]:
-                start = since_ms
-                if prev is not None and prev > e.rate:
-                    start = max(start, e.from_ms + self.window_ms)
-                out.append(e.rows[e.starts_ms >= start])
+            if e.rows.shape[0]:
+                cut = prev is not None and prev > e.rate
+                yield e, (e.from_ms + self.window_ms if cut else 0)
             prev = e.rate
-        return out
+
+    def _blocks(self, view: LedgerView, rate: float, since_ms: int) -> list[np.ndarray]:
+        """The rows sent at ``rate`` since ``since_ms``, of each epoch those it counts
+        (``_settled``)."""
+        return [
+            e.rows[e.starts_ms >= max(since_ms, begin)]
+            for e, begin in self._settled(view)
+            if same_rate(e.rate, rate)
+        ]
 
     def _evidence(
         self, view: LedgerView, rate: float, since_ms: int, floor: bool = False

@@ -382,16 +382,13 @@ class TallyPolicy(BudgetPolicy):
         # at 3.5 req/s lifted it)
         oldest = max(self.lifted_ms, self._ceiling_met_ms(view) - span * view.part_ms)
         pooled: list[tuple[float, np.ndarray]] = []
-        prev: float | None = None
-        for e in view.epochs:
-            if e.rows.shape[0] and e.rate < low * (1 - 1e-9):
-                begin = e.from_ms + self.window_ms if prev is not None and prev > e.rate else 0
+        for e, begin in self._settled(view):
+            if e.rate < low * (1 - 1e-9):
                 keep = (e.starts_ms >= max(begin, oldest)) & (e.starts_ms < before_ms)
                 earlier = [(e.rate, row) for row in e.rows[keep]]
                 pooled.extend(earlier)
                 if len(earlier) >= PARTS and self._below_median(view, earlier, quarters, span):
                     return True
-            prev = e.rate
         return len(pooled) >= span and self._below_median(view, pooled, quarters, span)
 
     def _ceiling_met_ms(self, view: LedgerView) -> int:
@@ -474,22 +471,22 @@ class TallyPolicy(BudgetPolicy):
         hand-over (the real TeaStore, run 29, round 2: the search resolved at 90 s
         after 46 s at 50-59 req/s with a p95 of 37-50 ms under a cold collapse's
         ceiling, and the tracker's test lifted it at 146 s)."""
-        sent: list[tuple[float, int, np.ndarray]] = []
-        prev: float | None = None
-        for e in view.epochs:
-            if e.rows.shape[0]:
-                begin = e.from_ms + self.window_ms if prev is not None and prev > e.rate else 0
-                keep = e.starts_ms >= max(begin, self.since_ms)
-                sent.extend(zip(itertools.repeat(e.rate), e.starts_ms[keep], e.rows[keep]))
-            prev = e.rate
         span = 2 * PARTS
+        # the last two spans only, gathered from the newest epoch back (the evidence's
+        # start can lie far back while tracking)
+        sent: list[tuple[float, int, np.ndarray]] = []
+        for e, begin in reversed(list(self._settled(view))):
+            keep = e.starts_ms >= max(begin, self.since_ms)
+            sent[:0] = zip(itertools.repeat(e.rate), e.starts_ms[keep], e.rows[keep])
+            if len(sent) >= 2 * span:
+                break
         if len(sent) < 2 * span:
             return False
-        quarters = [(r, row) for r, _, row in sent]
-        before = int(sent[-2 * span][1])
+        sent = sent[-2 * span :]
+        before = int(sent[0][1])
         if until_ms is not None:
             before = min(before, until_ms)
-        return self._faster_than_below(view, quarters, span, before)
+        return self._faster_than_below(view, [(r, row) for r, _, row in sent], span, before)
 
     def _shown_over(self, obs: Observation) -> Decision | None:
         view = obs.ledger
