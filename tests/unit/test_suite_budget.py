@@ -32,6 +32,12 @@ def test_holdout_slos_follow_the_suites_rule() -> None:
     # the log-normal (its service p95: exp(ln 50 ms - 1.5^2/2 + 1.645 * 1.5) = 191 ms).
     assert BY_KEY["mm2"].p95_ms == 5 * 50.0 and BY_KEY["md8"].p95_ms == 5 * 50.0
     assert 2.2 < BY_KEY["lognormal15"].p95_ms / 191.4 < 2.4
+    # a warm-up's SLO is plant 4's: the cold idle p95 (2x 50 ms exp: 300 ms) fits under it
+    assert BY_KEY["collapse"].p95_ms == BY_KEY["warmup"].p95_ms
+
+
+def test_the_collapse_holdout_is_judged_on_its_collapses() -> None:
+    assert [p.key for p in select(["14"])] == ["collapse"] and BY_KEY["collapse"].has_cliff
 
 
 def test_policy_runs_get_the_suites_violation_budget(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -28,7 +28,7 @@ warmed-up plant's) only places that sweep.
                    threads (Little: 1500 req/s × 50 ms = 75 busy)
 ====  ===========  ==============================================================
 
-**Holdout plants** (``HOLDOUT``: named by ``--plants 11,12,13`` or their keys, never in
+**Holdout plants** (``HOLDOUT``: named by ``--plants 11,12,13,14`` or their keys, never in
 the default set 1-9 that CI checks). Built before the policy they judge, so no constant
 of it can have been fitted to them; their SLOs follow the suite's own rule -- 5× the mean
 service for light tails (plants 1, 5-7, 9: 250 ms over 50 ms), and for a log-normal the
@@ -43,6 +43,11 @@ ratio plant 3 has to the service's own p95 (400 ms / 175 ms ≈ 2.3):
                     of a 160 req/s capacity: a sharp knee)
  13   lognormal15   M/G/8, log-normal 50 ms σ = 1.5 (CV 2.9; service p95
                     191 ms), queue 200, p95 ≤ 450 ms (λ* ≈ 133)
+ 14   collapse      M/M/8 50 ms whose service starts 2× slower and is warm after
+                    150 s (linear), metastable: once 80 wait, service is 1.5×
+                    slower until the queue is empty (the real TeaStore's shape: a
+                    store still warming, a collapse that delivers two thirds of
+                    the capacity); p95 ≤ 500 ms, plant 4's (λ* ≈ 153)
 ====  ============  =============================================================
 
 The "capacity phases" of a plant say which variant's λ* is in force when:
@@ -213,18 +218,29 @@ def _holdout() -> tuple[SuitePlant, ...]:
             _mm8(service=ServiceDist("lognormal", 0.050, 1.5)),
             450.0,
         ),
+        SuitePlant(
+            14,
+            "collapse",
+            "warm-up 2× over 150 s, metastable 1.5× (holdout)",
+            _mm8(
+                warmup=Warmup(2.0, 150.0),
+                metastable=Metastable(enter_waiting=80, factor=1.5, exit_waiting=0),
+            ),
+            500.0,
+            has_cliff=True,
+        ),
     )
 
 
 PLANTS: tuple[SuitePlant, ...] = _plants()
-#: Plants 11-13: selectable by name or number, not in the default set.
+#: Plants 11-14: selectable by name or number, not in the default set.
 HOLDOUT: tuple[SuitePlant, ...] = _holdout()
 BY_KEY = {p.key: p for p in (*PLANTS, *HOLDOUT)}
 
 
 def select(names: list[str] | tuple[str, ...] | None) -> tuple[SuitePlant, ...]:
     """Plants by key or number (comma-separated allowed), in suite order, the holdout
-    plants (11-13) included when named; plants 1-9 for none."""
+    plants (11-14) included when named; plants 1-9 for none."""
     if not names:
         return PLANTS
     return select_from((*PLANTS, *HOLDOUT), names)
