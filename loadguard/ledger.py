@@ -167,6 +167,8 @@ class LedgerView:
     #: the latest *hangs* (oldest first): spans ``(from_ms, to_ms)`` in which a request
     #: was in flight and nothing completed, longer than the smallest latency threshold
     hangs: tuple[tuple[int, int], ...] = ()
+    #: the completion time at which the first of ``completions`` begins
+    completions_from_ms: int | None = None
 
     def current(self) -> EpochView | None:
         return self.epochs[-1] if self.epochs else None
@@ -338,6 +340,7 @@ class ExceedanceLedger:
             epochs.append(view)
         delivered, at, delivered_mean = self._delivered(wall_ms)
         completions = np.zeros((0, 1 + 2 * len(self.criteria)), np.int64)
+        completions_from: int | None = None
         if epochs and self._origin is not None and self.watermark_ms is not None:
             # the completion bins wholly inside the current epoch, a T_max after it began
             first = -(-(epochs[-1].from_ms + int(self.t_max_ms) - self._origin) // self.part_ms)
@@ -347,6 +350,7 @@ class ExceedanceLedger:
                 completions = np.array(
                     [self._cbins.get(b, empty) for b in range(int(first), int(last) + 1)]
                 )
+                completions_from = int(self._origin + first * self.part_ms)
         epoch_x, epoch_bins = self._delivered_epoch(epochs[-1].from_ms if epochs else None)
         return LedgerView(
             self.hist_col,
@@ -363,6 +367,7 @@ class ExceedanceLedger:
             epoch_x,
             epoch_bins,
             tuple(self._hangs),
+            completions_from,
         )
 
     def _delivered_epoch(self, from_ms: int | None) -> tuple[float | None, int]:

@@ -642,3 +642,19 @@ def test_a_collapse_with_no_ceiling_above_it_keeps_the_rate_that_collapsed(
     # and, never judged by the counts, it is soft as the watcher's is
     policy.ceiling = policy.healthy_ceiling
     assert policy._watched_ceiling()
+
+
+def test_the_dispersion_floor_reads_the_completion_bins_since_the_evidence_began() -> None:
+    # 40 s at 4 req/s: the first 10 s complete in bursts over T (a collapse's backlog
+    # draining: bins of 2.5 s all over, then all under), the next 30 s all under T
+    ledger = ExceedanceLedger((P95,), window_ms=10_000, lag_ms=1000)
+    ledger.rate_in_force(4.0, 0)
+    starts = list(range(0, 40_000, 250))
+    slow = [s < 10_000 and (s // 2500) % 2 == 0 for s in starts]
+    ledger.add(_batch(starts, [400 if x else 20 for x in slow]))
+    view = ledger.view(40_020)
+    assert view.completions_from_ms is not None and view.completions.shape[0] >= 14
+    policy = BudgetPolicy(budget=0.05)
+    bursty = policy._dispersion_floor(view, 4.0, 0)[0]
+    assert bursty > 3.0
+    assert policy._dispersion_floor(view, 4.0, 12_500)[0] == pytest.approx(1.0)
