@@ -18,6 +18,7 @@ in detail: whichever file runs first pays for it.
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import re
 import shutil
@@ -126,7 +127,7 @@ def test_an_installed_demo_runs_the_loop_and_writes_its_results(installed: Insta
     # fast the ramp leaves 5 req/s depends on when the first samples arrive).
     commanded = sum(
         float(b["offered_rps"]) * (int(b["epoch_ms"]) - int(a["epoch_ms"])) / 1000.0
-        for a, b in zip(rows, rows[1:])
+        for a, b in itertools.pairwise(rows)
     )
     span_s = (int(rows[-1]["epoch_ms"]) - int(rows[0]["epoch_ms"])) / 1000.0
     assert commanded >= 5.0 * span_s * 0.999  # never below the 5 req/s start
