@@ -34,6 +34,15 @@ def test_holdout_slos_follow_the_suites_rule() -> None:
     assert 2.2 < BY_KEY["lognormal15"].p95_ms / 191.4 < 2.4
     # a warm-up's SLO is plant 4's: the cold idle p95 (2x 50 ms exp: 300 ms) fits under it
     assert BY_KEY["collapse"].p95_ms == BY_KEY["warmup"].p95_ms
+    assert BY_KEY["fast8"].p95_ms == 5 * 40.0
+
+
+def test_the_fast_holdout_puts_the_slow_starts_second_large_step_past_its_knee() -> None:
+    # its knee lies between the slow start's steps 160 and 320 req/s (the suite's plants
+    # 1-7 have theirs at 140-160): analytic lambda* of M/M/8 at 40 ms for p95 <= 200 ms
+    plant = BY_KEY["fast8"]
+    lam = plant.nominal_lambda_star(plant.healthy())
+    assert 160.0 < lam < 320.0 / 1.5 and [p.key for p in select(["15"])] == ["fast8"]
 
 
 def test_the_collapse_holdout_is_judged_on_its_collapses() -> None:
