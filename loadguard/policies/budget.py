@@ -22,7 +22,10 @@ its floor). Then, every tick:
   past capacity, the delivery rate *is* the capacity (TCP BBR): the cut goes to
   :math:`X - Q/W`, Q the backlog by Little's law (:math:`Q = X (R - R_0)`, R the
   window's mean response time, :math:`R_0` the lowest seen), which drains it in about
-  one window; the policy holds that for W + L, and up to two windows more while more
+  one window, and no higher than the setpoint it will return to unless the capacity
+  fell below a rate shown within budget (X is the plant's throughput, above its
+  capacity at the SLO: a drain between the two keeps the windows over the SLO while it
+  lasts); the policy holds that for W + L, and up to two windows more while more
   is delivered than sent (:math:`X > r (1 + 3/\sqrt{r w})`) or the window still breaches
   (the backlog still drains); if a whole completion bin at the drain's rate empties
   the queue slower than within a window (:math:`X - r < Q/W`: the delivered rate the cut
@@ -184,6 +187,8 @@ class BudgetPolicy:
     lifted: float | None = field(default=None, init=False)
     since_ms: int = field(default=0, init=False)
     drain_target: float | None = field(default=None, init=False)
+    #: the drain under way follows a fall of the capacity (``_delivery_cut``)
+    drain_fell: bool = field(default=False, init=False)
     _memo_view: LedgerView | None = field(default=None, init=False, repr=False)
     _memo: dict[tuple[int, float, int, bool], Evidence] = field(
         default_factory=dict, init=False, repr=False
@@ -599,9 +604,15 @@ class BudgetPolicy:
         x = (view.delivered_rps or 0.0) if x is None else x
         backlog = self._backlog(obs, x)
         cut = max(min(x, rate) - backlog / (self.window_ms / 1000.0), x / self.ramp_factor)
-        self.drain_target = cut
+        draining = self.drain_until_ms is not None  # a cut again within the drain
         self.drain_until_ms = (view.watermark_ms or obs.wall_ms) + self.window_ms + self.lag_ms
         self.since_ms = self.drain_until_ms
+        # the plant delivers less than a rate it was shown to keep within budget: its
+        # capacity fell (a cut again within that drain follows the same fall)
+        fell = (self.floor is not None and self.floor_confirmed and self.floor >= x) or (
+            draining and self.drain_fell
+        )
+        self.drain_fell = fell
         if self.floor is not None and (
             self.floor >= x or (not self.floor_confirmed and self.floor > cut)
         ):
@@ -618,6 +629,14 @@ class BudgetPolicy:
             # delivered 38 req/s at 80 and the warm one then held 34 for 160 s)
             self.healthy_ceiling = self.watched = rate
         self.ceiling = x if self.ceiling is None else min(self.ceiling, x)
+        if not fell:
+            # the drain goes no higher than the setpoint it returns to: x is the plant's
+            # throughput, above its capacity at the SLO, and a drain between the two keeps
+            # the windows over the SLO while it lasts. After a fall the drain near x
+            # measures the fallen capacity again (the first quarter after a fall
+            # straddles it; halves: 87 req/s, then 76 from the drain's whole bin)
+            cut = max(min(cut, self._setpoint(view, rate, peek=True)), x / self.ramp_factor)
+        self.drain_target = cut
         self.knee_seen = True
         self.lifted = None
         self.restored = False
@@ -663,11 +682,13 @@ class BudgetPolicy:
             and self.min_mean_ms is not None
         )
 
-    def _setpoint(self, view: LedgerView, rate: float) -> float:
+    def _setpoint(self, view: LedgerView, rate: float, peek: bool = False) -> float:
         """The target below the ceiling: the secant from the floor's evidence, else the
         geometric midpoint of floor and ceiling, else the rate in force."""
         if self.stall_return is not None:
-            back, self.stall_return = self.stall_return, None
+            back = self.stall_return
+            if not peek:
+                self.stall_return = None
             return back
         if self.ceiling is None:
             return rate

@@ -199,9 +199,13 @@ class TallyPolicy(BudgetPolicy):
             self.dropped = got < self.floor * (1.0 - _poisson_band(self.floor, view.part_ms))
         return super()._delivery_cut(obs, view, rate, detail, x)
 
-    def _setpoint(self, view: LedgerView, rate: float) -> float:
+    def _setpoint(self, view: LedgerView, rate: float, peek: bool = False) -> float:
         """Where a drain or a stall returns to: while tracking, the tracker's rate (less
-        a drain's debt; a stall's and a capacity drop's are forgiven)."""
+        a drain's debt; a stall's and a capacity drop's are forgiven). ``peek``: the
+        search's setpoint, no state changed; while tracking, none (the tracker sets its
+        return rate after the cut)."""
+        if peek:
+            return math.inf if self.tracking else super()._setpoint(view, rate, peek=True)
         dropped, self.dropped = self.dropped, False
         if not self.tracking:
             return super()._setpoint(view, rate)

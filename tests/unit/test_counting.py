@@ -200,6 +200,26 @@ def test_a_rate_shown_over_budget_is_cut_to_the_pooled_delivered_rate() -> None:
     assert d.new_rate < float(d.detail["delivered_rps"])
 
 
+def test_a_delivery_cut_drains_no_higher_than_the_rate_it_returns_to() -> None:
+    # holdout plant 15 (M/M/8 at 40 ms, lambda* ~ 180 req/s at p95 <= 200 ms), seed 1:
+    # the slow start's step 160 -> 320 fills the queue and the delivery cut follows. The
+    # plant delivers ~200 req/s, its throughput, not its capacity at the SLO: a drain
+    # held at the delivered rate less the backlog (189 req/s) kept every window to 80 s
+    # over the SLO, and then returned *down* to the setpoint below the new ceiling (137)
+    plant = BY_KEY["fast8"]
+    spec = plant.spec()
+    run = simulate(plant.with_run(120.0, 1), spec, build_policy("tally", spec))
+    ticks = [t.decision for t in run.ticks]
+    i = next(k for k, d in enumerate(ticks) if d.reason == "delivery")
+    back = next(d for d in ticks[i:] if d.reason == "return")
+    drain = min(d.new_rate for d in ticks[i:] if d.reason == "delivery")
+    assert back.new_rate >= drain * (1 - 1e-9)
+    sent, end, _ok = run.plant.samples()
+    for lo in (60.0, 70.0):  # the windows by completion time, as the SLO's are keyed
+        done = (end >= lo) & (end < lo + 10.0)
+        assert np.percentile((end - sent)[done] * 1000.0, 95) <= 200.0, lo
+
+
 def test_a_ceiling_set_by_a_collapse_is_restored_once_the_queue_is_empty() -> None:
     # cliff seed 1 (lambda* ~ 145 req/s) started at 200 req/s, past its knee: the plant
     # tips into its slow state, which delivers ~40 req/s, and the delivery cut sets the
