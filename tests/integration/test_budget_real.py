@@ -22,6 +22,7 @@ another test's JVM beside it adds windows the target did not cause.
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 import subprocess
@@ -52,6 +53,36 @@ def allowed(n: int, share: float, level: float = 0.95) -> int:
         if acc >= level:
             return k
     return n
+
+
+def rate_changes(decisions: Path) -> str:
+    """Every decision that changed the rate, as "t s: old -> new reason": the run folder
+    is a temporary one, so a failure must carry the trajectory that explains it (CI on
+    d98ca12 held 100 req/s and left nothing to read but the summary)."""
+    if not decisions.exists():
+        return "no decision log"
+    with decisions.open(encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        return "empty decision log"
+    t0 = int(rows[0]["epoch_ms"])
+    return "; ".join(
+        f"{(int(r['epoch_ms']) - t0) / 1000:.0f} s: {float(r['old_rate']):.1f} -> "
+        f"{float(r['new_rate']):.1f} {r['reason']}"
+        for r in rows
+        if r["old_rate"] and r["new_rate"] and r["old_rate"] != r["new_rate"]
+    )
+
+
+def test_rate_changes_lists_only_the_decisions_that_moved_the_rate(tmp_path: Path) -> None:
+    log = tmp_path / "decisions.csv"
+    log.write_text(
+        "epoch_ms,old_rate,new_rate,reason\n1000,5,5,no_data\n27000,5,10,within_budget\n"
+        "49000,160,113.137,knee_watch\n",
+        encoding="utf-8",
+    )
+    assert rate_changes(log) == ("26 s: 5.0 -> 10.0 within_budget; 48 s: 160.0 -> 113.1 knee_watch")
+    assert rate_changes(tmp_path / "none.csv") == "no decision log"
 
 
 def test_allowed_is_the_binomial_95th_percentile() -> None:
@@ -85,7 +116,7 @@ def test_the_default_policy_holds_the_budget_at_the_demo_targets_frontier(
     held = summary["held_rate"]
     facts = (
         f"held {held}, capacity {summary.get('capacity')}, verdict {summary['verdict']}, "
-        f"exit {proc.returncode}"
+        f"exit {proc.returncode}; rate changes: {rate_changes(out / 'decisions.csv')}"
     )
     assert held["windows"] >= MIN_HELD_WINDOWS, facts
     assert held["budget"] == pytest.approx(budget)
