@@ -45,6 +45,15 @@ def test_the_fast_holdout_puts_the_slow_starts_second_large_step_past_its_knee()
     assert 160.0 < lam < 320.0 / 1.5 and [p.key for p in select(["15"])] == ["fast8"]
 
 
+def test_the_dip_holdout_takes_two_servers_away_during_the_search_and_gives_them_back() -> None:
+    plant = BY_KEY["dip"]
+    servers = [plant.scenario.servers_at(t) for t in (79.0, 80.0, 199.0, 200.0, 600.0)]
+    assert servers == [8, 6, 6, 8, 8] and [p.key for p in select(["16"])] == ["dip"]
+    lams = [plant.nominal_lambda_star(ph.variant) for ph in plant.phases() if ph.variant]
+    assert lams[0] == lams[2] and 0.6 < lams[1] / lams[0] < 0.75
+    assert plant.events == ((80.0, 200.0),)
+
+
 def test_the_collapse_holdout_is_judged_on_its_collapses() -> None:
     assert [p.key for p in select(["14"])] == ["collapse"] and BY_KEY["collapse"].has_cliff
 

@@ -79,7 +79,7 @@ def _stop_everything_on_sigterm() -> None:
     "--plants",
     multiple=True,
     help="--suite: plants by number or name (default 1-9; --real 1-10; the holdout plants "
-    "11-15 only when named).",
+    "11-16 only when named).",
 )
 @click.option("--policies", multiple=True, help="--suite: policies (default all; quick: default).")
 @click.option(
@@ -170,7 +170,7 @@ def evaluate_cmd(
       loadguard evaluate --suite --quick --doc docs/controller.md
       loadguard evaluate --suite --plants cliff,6 --policies tally,threezone
       loadguard evaluate --suite --policies tally --seeds 101,102,103 --violation-budget 1%
-      loadguard evaluate --suite --policies tally --plants 11,12,13,14,15   # the holdout plants
+      loadguard evaluate --suite --policies tally --plants 11,12,13,14,15,16   # the holdout plants
       loadguard evaluate --suite --real --plants mm8,teastore --duration 240s
       loadguard evaluate --suite --real --plants teastore --policies tally,threezone \\
                          --repetitions 2    # tally first, then threezone first

@@ -28,7 +28,7 @@ warmed-up plant's) only places that sweep.
                    threads (Little: 1500 req/s × 50 ms = 75 busy)
 ====  ===========  ==============================================================
 
-**Holdout plants** (``HOLDOUT``: named by ``--plants 11,12,13,14,15`` or their keys, never in
+**Holdout plants** (``HOLDOUT``: named by ``--plants 11,12,13,14,15,16`` or their keys, never in
 the default set 1-9 that CI checks). Built before the policy they judge, so no constant
 of it can have been fitted to them; their SLOs follow the suite's own rule -- 5× the mean
 service for light tails (plants 1, 5-7, 9: 250 ms over 50 ms), and for a log-normal the
@@ -54,6 +54,11 @@ ratio plant 3 has to the service's own p95 (400 ms / 175 ms ≈ 2.3):
                     lands; here that step is within budget and the next, 320,
                     is 1.8 λ* (built with the drain rule it was first used on,
                     2026-12-07: no holdout for that rule)
+ 16   dip           M/M/8 50 ms, p95 ≤ 250 ms, two of the eight servers taken
+                    from 80 to 200 s (λ* ≈ 144, 98 during the dip): a neighbour's
+                    load on a shared machine while the search runs. Built after
+                    CI on d98ca12 held the real demo target at 100 req/s for its
+                    whole second half (docs/controller.md, "Twenty-second pass")
 ====  ============  =============================================================
 
 The "capacity phases" of a plant say which variant's λ* is in force when:
@@ -202,6 +207,7 @@ def _plants() -> tuple[SuitePlant, ...]:
 
 
 def _holdout() -> tuple[SuitePlant, ...]:
+    dip = _mm8(changes=(CapacityChange(80.0, 0.75), CapacityChange(200.0, 4.0 / 3.0)))
     return (
         SuitePlant(
             11,
@@ -238,18 +244,31 @@ def _holdout() -> tuple[SuitePlant, ...]:
         SuitePlant(
             15, "fast8", "M/M/8 40 ms (holdout)", _mm8(service=ServiceDist("exp", 0.040)), 200.0
         ),
+        SuitePlant(
+            16,
+            "dip",
+            "capacity x0.75 from 80 to 200 s (holdout)",
+            dip,
+            250.0,
+            events=((80.0, 200.0),),
+            phases_override=(
+                Phase(0.0, _mm8()),
+                Phase(80.0, _mm8(servers=6)),
+                Phase(200.0, _mm8()),
+            ),
+        ),
     )
 
 
 PLANTS: tuple[SuitePlant, ...] = _plants()
-#: Plants 11-15: selectable by name or number, not in the default set.
+#: Plants 11-16: selectable by name or number, not in the default set.
 HOLDOUT: tuple[SuitePlant, ...] = _holdout()
 BY_KEY = {p.key: p for p in (*PLANTS, *HOLDOUT)}
 
 
 def select(names: list[str] | tuple[str, ...] | None) -> tuple[SuitePlant, ...]:
     """Plants by key or number (comma-separated allowed), in suite order, the holdout
-    plants (11-15) included when named; plants 1-9 for none."""
+    plants (11-16) included when named; plants 1-9 for none."""
     if not names:
         return PLANTS
     return select_from((*PLANTS, *HOLDOUT), names)
