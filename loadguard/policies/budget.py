@@ -461,6 +461,8 @@ class BudgetPolicy:
                 back = self.floor
             else:
                 if self.floor is not None and self.floor >= rate:
+                    if self.floor_confirmed and not same_rate(self.floor, rate):
+                        self._capacity_fell()
                     self.floor = None  # a floor above a rate that overruns is stale
                 back = rate * (1.0 - 2.0 * self._resolution(rate))
             if self.ceiling is None or rate < self.ceiling:
@@ -590,6 +592,12 @@ class BudgetPolicy:
         if x is None or bins == 0:
             return None
         return x if x < rate * (1.0 - _poisson_band(rate, bins * view.part_ms)) else None
+
+    def _capacity_fell(self) -> None:
+        """The capacity fell: a rate at or below the confirmed floor (shown within
+        budget by the upper bound) is now shown over budget, or one below it probably
+        over (at the floor's own rate the point estimate only adds to the evidence that
+        confirmed it). Nothing to do here; ``tally`` forgives its debt."""
 
     def _delivery_cut(
         self,
@@ -733,6 +741,8 @@ class BudgetPolicy:
             self.ceiling_margin = max(0.0, math.log(here[1]) - math.log(max(q_b, 1e-12)))
             self.reference = None
         tentative = None if self.floor_confirmed else self.floor
+        if self.floor is not None and self.floor_confirmed and self.floor >= rate * (1 - 1e-9):
+            self._capacity_fell()
         if self.floor is not None and (self.floor >= rate * (1 - 1e-9) or not self.floor_confirmed):
             self.floor = None
         if self._overloaded(view, rate):

@@ -46,7 +46,12 @@ stall (the target hung: an outage, no verdict on the rate) is not the rate's deb
 is forgiven; nor is the drain after a capacity drop: a delivery cut whose delivered rate
 X falls below the confirmed floor f (a rate already shown within budget) by more than
 the bin's three Poisson sigmas, :math:`X < f (1 - 3/\sqrt{f s})`, is the plant's change,
-not the rate's overshoot, and its drain's windows are not counted.
+not the rate's overshoot, and its drain's windows are not counted. Nor is the debt left
+when the search sees the capacity fall without a queue: a rate at or below f shown over
+budget, or one below f probably over (``BudgetPolicy._capacity_fell``). The windows
+before it were spent on the plant before the fall; charged, they started the tracker
+a quarter below the rate the search resolved to after a 120 s dip of a quarter of the
+servers (holdout plant 16, seed 1: 101 -> 75 req/s for a restored λ* of 145).
 
 **A capacity that rises while tracking.** The tracker moves by :math:`γB` a window
 (0.4 % at 60 req/s), so it cannot follow a service that warms up for minutes (a JIT).
@@ -198,6 +203,11 @@ class TallyPolicy(BudgetPolicy):
         if self.floor is not None and self.floor_confirmed and not self.dropped:
             self.dropped = got < self.floor * (1.0 - _poisson_band(self.floor, view.part_ms))
         return super()._delivery_cut(obs, view, rate, detail, x)
+
+    def _capacity_fell(self) -> None:
+        """The windows over the SLO before a fall was seen were another plant's: the
+        debt they left is forgiven, as a drain's after a delivered rate below the floor."""
+        self.debt = min(0.0, self.debt)
 
     def _setpoint(self, view: LedgerView, rate: float, peek: bool = False) -> float:
         """Where a drain or a stall returns to: while tracking, the tracker's rate (less
