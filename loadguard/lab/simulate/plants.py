@@ -55,7 +55,7 @@ ratio plant 3 has to the service's own p95 (400 ms / 175 ms ≈ 2.3):
                     is 1.8 λ* (built with the drain rule it was first used on,
                     2026-12-07: no holdout for that rule)
  16   dip           M/M/8 50 ms, p95 ≤ 250 ms, two of the eight servers taken
-                    from 80 to 200 s (λ* ≈ 144, 98 during the dip): a neighbour's
+                    from 80 to 200 s (λ* ≈ 144, 105 during the dip): a neighbour's
                     load on a shared machine while the search runs. Built after
                     CI on d98ca12 held the real demo target at 100 req/s for its
                     whole second half (docs/controller.md, "Twenty-second pass")
