@@ -741,9 +741,9 @@ class BudgetPolicy:
             self.ceiling_margin = max(0.0, math.log(here[1]) - math.log(max(q_b, 1e-12)))
             self.reference = None
         tentative = None if self.floor_confirmed else self.floor
-        if self.floor is not None and self.floor_confirmed and self.floor >= rate * (1 - 1e-9):
-            self._capacity_fell()
         if self.floor is not None and (self.floor >= rate * (1 - 1e-9) or not self.floor_confirmed):
+            if self.floor_confirmed:
+                self._capacity_fell()
             self.floor = None
         if self._overloaded(view, rate):
             return self._delivery_cut(obs, view, rate, detail)

@@ -31,9 +31,12 @@ from pathlib import Path
 
 import pytest
 
+from loadguard.decision_columns import COLUMNS
+from loadguard.errors import ReportError
 from loadguard.jmeter.home import JMeterHome
 from loadguard.lab.demo import DemoOptions, demo_properties, demo_target_args
 from loadguard.lab.target.process import spawn_target
+from loadguard.report.decision_frame import load_decisions
 from loadguard.resources import elastic_plan
 from tests.jmeter_runner import jmeter_pids
 
@@ -61,26 +64,29 @@ def rate_changes(decisions: Path) -> str:
     d98ca12 held 100 req/s and left nothing to read but the summary)."""
     if not decisions.exists():
         return "no decision log"
-    with decisions.open(encoding="utf-8", newline="") as f:
-        rows = list(csv.DictReader(f))
-    if not rows:
-        return "empty decision log"
-    t0 = int(rows[0]["epoch_ms"])
+    try:
+        frame = load_decisions(decisions)
+    except ReportError as exc:
+        return str(exc)
+    t0 = frame["epoch_ms"].iloc[0]
+    moved = frame[frame["old_rate"].notna() & (frame["old_rate"] != frame["new_rate"])]
     return "; ".join(
-        f"{(int(r['epoch_ms']) - t0) / 1000:.0f} s: {float(r['old_rate']):.1f} -> "
-        f"{float(r['new_rate']):.1f} {r['reason']}"
-        for r in rows
-        if r["old_rate"] and r["new_rate"] and r["old_rate"] != r["new_rate"]
+        f"{(r.epoch_ms - t0) / 1000:.0f} s: {r.old_rate:.1f} -> {r.new_rate:.1f} {r.reason}"
+        for r in moved.itertuples()
     )
 
 
 def test_rate_changes_lists_only_the_decisions_that_moved_the_rate(tmp_path: Path) -> None:
     log = tmp_path / "decisions.csv"
-    log.write_text(
-        "epoch_ms,old_rate,new_rate,reason\n1000,5,5,no_data\n27000,5,10,within_budget\n"
-        "49000,160,113.137,knee_watch\n",
-        encoding="utf-8",
-    )
+    rows = [
+        {"epoch_ms": "1000", "old_rate": "5", "new_rate": "5", "reason": "no_data"},
+        {"epoch_ms": "27000", "old_rate": "5", "new_rate": "10", "reason": "within_budget"},
+        {"epoch_ms": "49000", "old_rate": "160", "new_rate": "113.137", "reason": "knee_watch"},
+    ]
+    with log.open("w", encoding="utf-8", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS, restval="")
+        writer.writeheader()
+        writer.writerows(rows)
     assert rate_changes(log) == ("26 s: 5.0 -> 10.0 within_budget; 48 s: 160.0 -> 113.1 knee_watch")
     assert rate_changes(tmp_path / "none.csv") == "no decision log"
 
