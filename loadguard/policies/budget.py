@@ -47,6 +47,11 @@ its floor). Then, every tick:
 * **stalled**: over budget while the target delivers under :math:`r/ρ^2` (less than one
   overshooting ramp step can explain: it hung, an outage, not a capacity): no ceiling is
   set; the rate drops by ρ for the drain, then returns to the floor.
+* **cold start**: the start rate's first verdict over budget, no other rate visited, the
+  plant keeping up and its later samples no slower than its earlier ones (``_cold_start``:
+  a service warming up, not a queue): no ceiling; the rate drops by ρ, the samples that
+  judged it are forgotten, and the slow start goes on over the start rate's own
+  doublings.
 * **hung**: over budget, probably over, or the knee watcher firing, where a *hang*
   ended within the evidence at r (``LedgerView.hangs``: a span with a request in flight
   and nothing completed) longer than the binding SLO's threshold T and than the longest
@@ -728,10 +733,14 @@ class BudgetPolicy:
             # up with what is sent: a cold service (a JIT, empty caches) looks like this,
             # and no rate below says the exceedance rises with the rate. Cut, as a knee
             # would ask, but set no ceiling and forget the samples that judged it: the slow
-            # start goes on from the fresh evidence below.
+            # start goes on from the fresh evidence below. By a whole ramp step, so that
+            # its doublings visit the rates they would have without the cut: no verdict
+            # on the rate moves them (cut by a half step, the demo target's 5 req/s start
+            # went on 3.5, 7.1 ... 113, 226 req/s, 1.57 λ*, and the overshoot's windows and
+            # their debt held the tracker at 100 req/s for a frontier of 144).
             self.start_checked = True
             self.since_ms = view.watermark_ms if view.watermark_ms is not None else obs.wall_ms
-            return self._move(obs, rate, rate / math.sqrt(self.ramp_factor), "cold_start", **detail)
+            return self._move(obs, rate, rate / self.ramp_factor, "cold_start", **detail)
         self.start_checked = True
         self.lifted = None
         self.restored = False

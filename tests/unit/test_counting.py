@@ -431,6 +431,22 @@ def test_a_cold_service_at_the_start_rate_is_cut_without_a_ceiling() -> None:
     assert max(t.decision.new_rate for t in run.ticks) > 80.0
 
 
+def test_a_cold_start_leaves_the_slow_start_on_the_start_rates_doublings() -> None:
+    # the demo target's seeded early draws, as a service three times slower for 15 s:
+    # the cold start is no verdict on the rate, so the climb after it visits the rates
+    # the start rate's doublings would have. A cut by half a step moved them to 3.5 *
+    # 2^k: 113, then 226 req/s, 1.57 lambda*, and the overshoot's windows and debt held
+    # the real budget test at 100 req/s (CI on d98ca12, a fresh clone on 7141000)
+    plant = BY_KEY["mm8"]
+    cold = dataclasses.replace(plant.scenario, warmup=Warmup(3.0, 15.0))
+    run = simulate(dataclasses.replace(cold, duration_s=80.0), plant.spec(),
+                   build_policy("tally", plant.spec()))  # fmt: skip
+    assert _first_cut(run) == "cold_start"
+    cut = next(i for i, t in enumerate(run.ticks) if t.decision.reason == "cold_start")
+    rises = [t.decision.new_rate for t in run.ticks[cut:] if t.decision.action is Action.INCREASE]
+    assert rises[:5] == pytest.approx([5.0, 10.0, 20.0, 40.0, 80.0])
+
+
 def test_a_queue_building_at_the_start_rate_is_no_cold_start() -> None:
     # tiny (M/M/1, λ* 3 req/s) starts at 5 req/s: its latencies rise over the window
     assert _first_cut(_suite_run("tiny", 60.0, 1)) != "cold_start"
