@@ -130,7 +130,8 @@ latency shift is not always the knee (a heavy-tailed service moves its p95 at ha
 two rates held highest below it puts :math:`q_B` at :math:`r'`; if
 :math:`r' \ge r \sqrt{ρ}` (or q does not rise) the ceiling is dropped, r is probed
 again on its pooled evidence and, as past a lifted ceiling, one small probe past it
-then half steps. A lifted ceiling restarts the slow start's evidence rules (the plant
+then half steps; no knee was seen, so the slow start's rules and its watcher apply
+again. A lifted ceiling restarts the slow start's evidence rules (the plant
 changed) up to the probe past the old ceiling, in half steps (a knee was there); past
 it, each half step waits for a whole window of evidence. The evidence at r, and the knee
 watcher's idle reference with it, restarts at the two windows that showed the change:
@@ -1020,6 +1021,12 @@ class BudgetPolicy:
                 back, self.ceiling, self.watched = self.ceiling, None, None
                 self.lifted = back  # past it: one small probe, then half steps
                 self.after_lift = False  # no knee was there
+                # no knee was seen either: the slow start's rules, and its watcher, again
+                # (plant 1 from 6.48 req/s, seed 6: a watcher fired at 25.9 req/s, 0.18
+                # lambda*, on a low draw of its idle tail; with the knee still "seen",
+                # each half step past it waited for the upper bound, a minute a step at
+                # these rates, and the run held 27.6 req/s)
+                self.knee_seen = False
                 return self._move(obs, rate, back, "within_budget", **detail)
             return hold(obs, rate, "resolved", **detail)
         return self._move(obs, rate, target, "within_budget", **detail)

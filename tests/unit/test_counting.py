@@ -447,6 +447,19 @@ def test_a_cold_start_leaves_the_slow_start_on_the_start_rates_doublings() -> No
     assert rises[:5] == pytest.approx([5.0, 10.0, 20.0, 40.0, 80.0])
 
 
+def test_a_false_knee_brings_back_the_slow_start_and_its_watcher() -> None:
+    # plant 1 from 6.48 req/s, seed 6: the watcher fires at 25.9 req/s (0.18 lambda*) on
+    # a low draw of its idle tail; once the counts below show no knee there, the climb
+    # past it doubles again, and the watcher can fire at the real knee
+    plant = BY_KEY["mm8"]
+    run = simulate(plant.with_run(300.0, 6, start_rate=6.4842), plant.spec(),
+                   build_policy("tally", plant.spec()))  # fmt: skip
+    watched = [t.rate for t in run.ticks if t.decision.reason == "knee_watch"]
+    assert watched[0] < 30.0
+    assert len(watched) >= 2 and watched[1] > 100.0
+    assert max(t.decision.new_rate for t in run.ticks) > 100.0
+
+
 def test_a_queue_building_at_the_start_rate_is_no_cold_start() -> None:
     # tiny (M/M/1, λ* 3 req/s) starts at 5 req/s: its latencies rise over the window
     assert _first_cut(_suite_run("tiny", 60.0, 1)) != "cold_start"
