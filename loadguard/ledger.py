@@ -11,6 +11,16 @@ sample count n, the count over each criterion's threshold (``Criterion``: a perc
 max or error-rate SLO, overall or for the labels a ``[[slo.label]]`` rule matches,
 pooled), and the largest elapsed time.
 
+A sample is *lone* when it was sent while no other sample was in flight (every sample
+sent before it had completed by its send time). Whether a request finds the plant idle
+does not depend on how long it then takes, so the lone samples' latencies are an unbiased
+draw of the service's own (one that met no queue of ours), whatever the rate: a plant
+whose lone requests exceed T is slow, not loaded, and a lower rate cannot make them
+faster. Each row also counts, per criterion, the lone samples and those of them over its
+threshold (or failed). A sample sent earlier can complete later and be fed later: the
+ledger keeps the samples of the last window and T_max and, when a later one shows that
+one of them was not lone after all, takes it back from its row.
+
 A sub-window :math:`[a, a + w)` is *mature* once the newest completion seen is past
 :math:`a + w + T_{max}`: a sample sent in it has by then either completed or been
 running for more than :math:`T_{max}`, so it is over every latency threshold (and is
@@ -30,10 +40,11 @@ its own completion. The ledger keeps those longer than the smallest latency thre
 (a shorter one explains no exceedance); the policy tells a pause of the plant from a gap
 of its arrivals (``BudgetPolicy._hang``).
 
-Memory: one row of ``2 + 2C + HIST_BINS`` integers per sub-window of the run (a 10 s window and 4
-parts: 1,440 rows an hour) plus one count per completion bin: O(run length / w), never
-O(samples). The ledger is fed by the loop (``add``, ``rate_in_force``) like the
-``Window``; the policy reads an immutable ``LedgerView`` in the observation.
+Memory: one row of ``2 + 4C + HIST_BINS`` integers per sub-window of the run (a 10 s
+window and 4 parts: 1,440 rows an hour) plus one count per completion bin, O(run length
+/ w), and the samples of the last window and T_max; never O(samples). The ledger is fed
+by the loop (``add``, ``rate_in_force``) like the ``Window``; the policy reads an
+immutable ``LedgerView`` in the observation.
 """
 
 from __future__ import annotations
@@ -130,7 +141,8 @@ class EpochView:
     """One rate's epoch: ``rows`` holds its mature sub-windows (``COL_N``, ``COL_MAX``,
     then per criterion j the samples it counts, column ``2 + 2j``, and those over its
     threshold, ``3 + 2j``, then the ``HIST_BINS`` histogram), ``starts_ms`` their
-    send-time starts."""
+    send-time starts; after the histogram, per criterion j the lone samples it counts,
+    column ``LedgerView.lone_col + 2j``, and those over its threshold, the next one."""
 
     rate: float
     from_ms: int
@@ -173,6 +185,11 @@ class LedgerView:
     def current(self) -> EpochView | None:
         return self.epochs[-1] if self.epochs else None
 
+    @property
+    def lone_col(self) -> int:
+        """The first column of the lone samples' counts (``EpochView``)."""
+        return self.hist_col + HIST_BINS
+
 
 @dataclass
 class _Epoch:
@@ -196,7 +213,12 @@ class ExceedanceLedger:
         latency = [c.threshold_ms for c in criteria if c.threshold_ms is not None]
         self.t_max_ms = max(latency) if latency else 0.0
         self.hist_col = 2 + 2 * len(criteria)
-        self._cols = self.hist_col + HIST_BINS
+        self.lone_col = self.hist_col + HIST_BINS
+        self._cols = self.lone_col + 2 * len(criteria)
+        #: the samples fed within the last window and T_max (send, completion, epoch,
+        #: sub-window, lone, then per criterion counted and over): a later one sent
+        #: before one of them and completed after its send shows it was not lone
+        self._kept = np.zeros((0, 5 + 2 * len(criteria)), np.int64)
         self._epochs: list[_Epoch] = []
         self._frozen: dict[int, EpochView] = {}
         self._patterns = [None if c.pattern is None else re.compile(c.pattern) for c in criteria]
@@ -274,6 +296,7 @@ class ExceedanceLedger:
             row[0] += int(sel_b.sum())
             row[1::2] += counted[sel_b].sum(axis=0)
             row[2::2] += exceed[sel_b].sum(axis=0)
+        where_sub = np.zeros(len(batch), np.int64)
         for e_idx in np.unique(which).tolist():
             sel = which == e_idx
             epoch = self._epochs[e_idx]
@@ -290,6 +313,45 @@ class ExceedanceLedger:
                 np.add.at(epoch.rows[:, 2 + 2 * j], sub, counted[sel, j])
                 np.add.at(epoch.rows[:, 3 + 2 * j], sub, exceed[sel, j])
             np.add.at(epoch.rows, (sub, self.hist_col + hist_bin(elapsed[sel])), 1)
+            where_sub[sel] = sub
+        self._note_lone(start, end, which, where_sub, counted, exceed)
+
+    def _note_lone(
+        self, start: I64, end: I64, which: I64, sub: I64, counted: I64, exceed: I64
+    ) -> None:
+        """Count the batch's lone samples (module doc) and take back those kept that a
+        sample of the batch shows were not lone."""
+        c = len(self.criteria)
+        new = np.column_stack(
+            [start, end, which, sub, np.zeros(len(start), np.int64), counted, exceed]
+        )
+        rows = np.vstack([self._kept, new])
+        kept = self._kept.shape[0]
+        order = np.argsort(rows[:, 0], kind="stable")
+        ends = rows[order, 1]
+        before = np.empty_like(ends)
+        before[0] = np.iinfo(np.int64).min
+        before[1:] = np.maximum.accumulate(ends)[:-1]  # latest completion of those sent earlier
+        lone = np.empty(rows.shape[0], bool)
+        lone[order] = before <= rows[order, 0]
+        was = rows[:kept, 4] == 1
+        lost = np.flatnonzero(was & ~lone[:kept])
+        gained = kept + np.flatnonzero(lone[kept:])
+        cols = self.lone_col + np.arange(2 * c)  # counted, over; counted, over ...
+        for idx, sign in ((lost, -1), (gained, 1)):
+            # per sample: counted_j and over_j interleaved, as the row's columns are
+            vals = np.empty((len(idx), 2 * c), np.int64)
+            vals[:, 0::2] = rows[idx, 5 : 5 + c]
+            vals[:, 1::2] = rows[idx, 5 + c :]
+            for e_idx in np.unique(rows[idx, 2]).tolist():
+                sel = rows[idx, 2] == e_idx
+                subs = rows[idx[sel], 3]
+                np.add.at(
+                    self._epochs[e_idx].rows, (subs[:, None], cols[None, :]), sign * vals[sel]
+                )
+        rows[:, 4] = lone
+        horizon = int(self.watermark_ms or 0) - self.window_ms - int(self.t_max_ms)
+        self._kept = rows[rows[:, 1] >= horizon]
 
     def _note_hangs(self, start: I64, end: I64) -> None:
         """In completion order, each sample's *busy gap*: from the later of its send time

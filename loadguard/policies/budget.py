@@ -52,6 +52,12 @@ its floor). Then, every tick:
   a service warming up, not a queue): no ceiling; the rate drops by ρ, the samples that
   judged it are forgotten, and the slow start goes on over the start rate's own
   doublings.
+* **slow service**: over budget where the exceedance is not shown to be the queue's:
+  some *lone* samples (sent while none of ours was in flight, ``loadguard.ledger``:
+  their latency is the service's own, at any rate) exceed T, and the others' share over
+  T is not significantly above theirs (``_queue_shown``). A cold service, or an SLO
+  under the service's own tail: no lower rate makes a lone request faster. No ceiling
+  and no cut; the rate stays and is judged again on the samples sent from then on.
 * **hung**: over budget, probably over, or the knee watcher firing, where a *hang*
   ended within the evidence at r (``LedgerView.hangs``: a span with a request in flight
   and nothing completed) longer than the binding SLO's threshold T and than the longest
@@ -599,6 +605,10 @@ class BudgetPolicy:
             return None
         return x if x < rate * (1.0 - _poisson_band(rate, bins * view.part_ms)) else None
 
+    def _service_slow(self) -> None:
+        """The exceedance so far was the service's own, at any rate (``_queue_shown``).
+        Nothing to do here; ``tally`` forgives its debt."""
+
     def _capacity_fell(self) -> None:
         """The capacity fell: a rate at or below the confirmed floor (shown within
         budget by the upper bound) is now shown over budget, or one below it probably
@@ -729,6 +739,18 @@ class BudgetPolicy:
         hang = self._hang(view, rate, j)
         if hang is not None:
             return self._excuse(obs, rate, hang, detail)
+        shown = max(range(len(ev.predictions)), key=lambda i: ev.predictions[i].share_lo)
+        if not self._queue_shown(view, rate, shown):
+            # requests that met no queue of ours exceed T as the others do: the service
+            # is slow (a cold JIT, empty caches), not loaded, and no lower rate makes a
+            # lone request faster. No ceiling and no cut (the cold start's cut below is
+            # for a start rate this cannot tell): the rate stays, judged again on the
+            # samples sent from now on (mm8 four times slower, warm after 60 s: cut while
+            # cold from 5 to 2.5 and 1.8 req/s, each cut a ceiling, and the warm plant
+            # was held at 1.25 req/s, 1 % of its λ*, for the rest of the run)
+            self.since_ms = view.watermark_ms if view.watermark_ms is not None else obs.wall_ms
+            self._service_slow()
+            return hold(obs, rate, "slow_service", **detail)
         if self._cold_start(view, rate):
             # the first verdict, at the start rate, nothing below it and the plant keeping
             # up with what is sent: a cold service (a JIT, empty caches) looks like this,
@@ -838,6 +860,48 @@ class BudgetPolicy:
             return False
         halves = self._halves(view, rate, 0.5)
         return halves is not None and not self._apart(*halves)
+
+    def _queue_shown(self, view: LedgerView, rate: float, j: int) -> bool:
+        r"""Is the exceedance at r its queue's, not the service's own? The *lone* samples
+        sent at r since the evidence began (sent while none of ours was in flight:
+        whether a request finds the plant idle does not depend on how long it then
+        takes, ``loadguard.ledger``) tell. The exceedance of the SLO shown over budget
+        is the service's when lone samples exceed its threshold and either
+
+        * their share's 90 % lower bound (Jeffreys) is above :math:`q_B` of binomial
+          windows (φ = 1, the largest any dispersion leaves) at r and at r/ρ, the cut's
+          rate: requests that met no queue of ours break the budget by themselves; or
+        * at least half the samples are lone (the plant idle of ours at half the sends
+          or more), and the others' share over the threshold is not significantly
+          above the lone ones' (their 90 % intervals not apart).
+
+        A knee's exceedance is its queue's: past 100 req/s, 34 of mm8's 40,469 samples
+        were lone, one of them over 250 ms (a lower bound of 0.15 % against a
+        :math:`q_B` of 4 %); at mm2's 28 req/s, 17 of 66 were lone, one over. The tiny
+        plant's lone samples are its bare 167 ms service (2 of 537 over 1 s). mm8 four
+        times slower at the start: 2 of 8 lone samples over 250 ms at 5 req/s and 5 of
+        28 at 2.5 (a :math:`q_B` of 1.6 %); three times slower, warm after 90 s, at
+        2.5 req/s: 1 of 18 lone and 2 of the other 10, which had set a ceiling under
+        which the upper bound of a 1 % error SLO over windows of 20 samples held the
+        warm plant for the rest of the run."""
+        col = view.lone_col + 2 * j
+        rows = [b for b in self._blocks(view, rate, self.since_ms) if b.shape[0]]
+        if not rows:
+            return True
+        flat = np.vstack(rows)
+        n_l, k_l = int(flat[:, col].sum()), int(flat[:, col + 1].sum())
+        if k_l == 0:
+            return True
+        crit = view.criteria[j]
+        windows = (max(self.min_samples, round(r * self.window_ms / 1000.0)) for r in
+                   (rate, rate / self.ramp_factor))  # fmt: skip
+        q_b = max(q_at_share(n, 1.0, crit.allowed, crit.percentile, self.budget) for n in windows)
+        if jeffreys(k_l, n_l, self.confidence)[0] > q_b:
+            return False
+        n, k = int(flat[:, 2 + 2 * j].sum()), int(flat[:, 3 + 2 * j].sum())
+        if 2 * n_l < n:
+            return True
+        return n > n_l and self._apart(k - k_l, n - n_l, k_l, n_l)
 
     def _watch_knee(self, view: LedgerView, rate: float) -> bool:
         r"""Slow start's knee detector: the share of samples over the idle p(1-a) (a the

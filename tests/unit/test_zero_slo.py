@@ -69,13 +69,27 @@ def test_every_policy_runs_on_a_zero_threshold(policy: str, slo: dict[str, str])
     assert summary["samples"] > 0
 
 
-@pytest.mark.parametrize("policy", ADAPTIVE)
+# The counting policies tell the service's own exceedance from a queue's (lone samples).
+COUNTING = ["budget", "tally"]
+
+
+@pytest.mark.parametrize("policy", sorted(set(ADAPTIVE) - set(COUNTING)))
 def test_a_zero_ms_p95_drives_the_rate_to_the_floor(policy: str) -> None:
     # Every judged window breaches; with min_samples 1 every window is judged.
     spec = SloSpec.from_options(p95="0ms", min_samples="1", min_rate="1")
     run = _sim(policy, spec, Scenario(duration_s=180.0, start_rate=5.0, seed=3))
     assert not any(t.decision.action.value == "INCREASE" for t in run.ticks)
     assert run.ticks[-1].decision.new_rate == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("policy", COUNTING)
+def test_a_zero_ms_p95_is_the_services_own_exceedance(policy: str) -> None:
+    # Every sample is over 0 ms, those sent with nothing of ours in flight too: no rate
+    # meets the SLO, and a lower one changes nothing, so the rate neither rises nor falls
+    spec = SloSpec.from_options(p95="0ms", min_samples="1", min_rate="1")
+    run = _sim(policy, spec, Scenario(duration_s=180.0, start_rate=5.0, seed=3))
+    assert {t.decision.new_rate for t in run.ticks} == {5.0}
+    assert any(t.decision.reason == "slow_service" for t in run.ticks)
 
 
 @pytest.mark.parametrize("policy", ADAPTIVE)
