@@ -365,3 +365,16 @@ def test_the_windows_a_capacity_dip_cost_the_search_are_not_charged_to_the_track
         if t.decision.reason in ("tally_debt", "tally_within", "tally_over")
     )
     assert start.new_rate >= 0.9 * start.old_rate and start.new_rate > 90.0
+
+
+def test_the_windows_of_a_slow_service_are_not_the_trackers_debt() -> None:
+    # mm8 four times slower for its first 60 s, seed 6: the start rate is held through
+    # verdicts that its lone requests are over 250 ms (the service's own tail). Charged
+    # as debt, those windows cut the tracker's start from 128.8 to 109.9 req/s
+    plant = BY_KEY["mm8"]
+    cold = dataclasses.replace(plant.scenario, warmup=Warmup(4.0, 60.0), seed=6)
+    run = simulate(dataclasses.replace(cold, duration_s=400.0), plant.spec(),
+                   build_policy("tally", plant.spec()))  # fmt: skip
+    reasons = [t.decision.reason for t in run.ticks]
+    assert "slow_service" in reasons
+    assert "tally_debt" not in reasons
