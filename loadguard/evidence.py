@@ -66,6 +66,12 @@ class Evidence:
         return max(range(len(self.predictions)), key=lambda j: self.predictions[j].share_hi)
 
 
+def window_samples(rate: float, window_ms: int, min_samples: int = 1) -> int:
+    """The samples a window holds at ``rate``: the SLO's window stretches to hold
+    ``min_samples`` (``loadguard.window``), and is judged that way."""
+    return max(min_samples, round(rate * window_ms / 1000.0))
+
+
 def pool(
     rows: list[I64],
     criteria: tuple[Criterion, ...],
@@ -92,8 +98,7 @@ def pool(
     total_n = int(flat[:, COL_N].sum())
     if total_n == 0:
         return Evidence(rate, 0, 0, stalls, ())
-    # the SLO's window stretches to hold min_samples (loadguard.window): judged that way
-    window_n = max(min_samples, round(rate * window_ms / 1000.0))
+    window_n = window_samples(rate, window_ms, min_samples)
     wholes = np.vstack([rows_to_windows(b, parts) for b in kept])
     preds: list[Prediction] = []
     for j, crit in enumerate(criteria):

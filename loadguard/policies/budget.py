@@ -161,7 +161,13 @@ from typing import ClassVar
 import numpy as np
 
 from loadguard.errors import PolicyError
-from loadguard.evidence import Evidence, completion_dispersion, histogram, pool
+from loadguard.evidence import (
+    Evidence,
+    completion_dispersion,
+    histogram,
+    pool,
+    window_samples,
+)
 from loadguard.exceedance import CONFIDENCE, jeffreys, q_at_share
 from loadguard.ledger import PARTS, EpochView, LedgerView, hist_bin, hist_edge_ms
 from loadguard.observation import Observation, Zone
@@ -354,7 +360,7 @@ class BudgetPolicy:
     def _q_budget(self, ev: Evidence, j: int, rate: float, view: LedgerView) -> float:
         p = ev.predictions[j]
         crit = view.criteria[j]
-        n_w = max(self.min_samples, round(rate * self.window_ms / 1000.0))
+        n_w = window_samples(rate, self.window_ms, self.min_samples)
         return q_at_share(n_w, p.dispersion.estimate, crit.allowed, crit.percentile, self.budget)
 
     @staticmethod
@@ -740,7 +746,7 @@ class BudgetPolicy:
         if hang is not None:
             return self._excuse(obs, rate, hang, detail)
         shown = max(range(len(ev.predictions)), key=lambda i: ev.predictions[i].share_lo)
-        if not self._queue_shown(view, rate, shown):
+        if not self._queue_shown(view, rate, ev, shown):
             # requests that met no queue of ours exceed T as the others do: the service
             # is slow (a cold JIT, empty caches), not loaded, and no lower rate makes a
             # lone request faster. No ceiling and no cut (the cold start's cut below is
@@ -861,7 +867,7 @@ class BudgetPolicy:
         halves = self._halves(view, rate, 0.5)
         return halves is not None and not self._apart(*halves)
 
-    def _queue_shown(self, view: LedgerView, rate: float, j: int) -> bool:
+    def _queue_shown(self, view: LedgerView, rate: float, ev: Evidence, j: int) -> bool:
         r"""Is the exceedance at r its queue's, not the service's own? The *lone* samples
         sent at r since the evidence began (sent while none of ours was in flight:
         whether a request finds the plant idle does not depend on how long it then
@@ -885,20 +891,21 @@ class BudgetPolicy:
         which the upper bound of a 1 % error SLO over windows of 20 samples held the
         warm plant for the rest of the run."""
         col = view.lone_col + 2 * j
-        rows = [b for b in self._blocks(view, rate, self.since_ms) if b.shape[0]]
-        if not rows:
-            return True
-        flat = np.vstack(rows)
-        n_l, k_l = int(flat[:, col].sum()), int(flat[:, col + 1].sum())
+        blocks = self._blocks(view, rate, self.since_ms)
+        n_l = sum(int(b[:, col].sum()) for b in blocks)
+        k_l = sum(int(b[:, col + 1].sum()) for b in blocks)
         if k_l == 0:
             return True
         crit = view.criteria[j]
-        windows = (max(self.min_samples, round(r * self.window_ms / 1000.0)) for r in
-                   (rate, rate / self.ramp_factor))  # fmt: skip
-        q_b = max(q_at_share(n, 1.0, crit.allowed, crit.percentile, self.budget) for n in windows)
+        q_b = max(
+            q_at_share(window_samples(r, self.window_ms, self.min_samples), 1.0,
+                       crit.allowed, crit.percentile, self.budget)
+            for r in (rate, rate / self.ramp_factor)
+        )  # fmt: skip
         if jeffreys(k_l, n_l, self.confidence)[0] > q_b:
             return False
-        n, k = int(flat[:, 2 + 2 * j].sum()), int(flat[:, 3 + 2 * j].sum())
+        # the evidence pooled these blocks already: its counts at the SLO shown over
+        n, k = ev.predictions[j].samples, ev.predictions[j].exceed
         if 2 * n_l < n:
             return True
         return n > n_l and self._apart(k - k_l, n - n_l, k_l, n_l)
