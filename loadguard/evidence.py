@@ -28,6 +28,7 @@ import numpy.typing as npt
 
 from loadguard.exceedance import (
     CONFIDENCE,
+    UNKNOWN_DISPERSION,
     Dispersion,
     Prediction,
     combine_dispersion,
@@ -38,6 +39,9 @@ from loadguard.ledger import COL_MAX, COL_N, HIST_BINS, PARTS, Criterion, rows_t
 
 I64 = npt.NDArray[np.int64]
 
+#: The prediction of a criterion that no sample at the rate is judged by.
+NO_SAMPLES = Prediction(0, 0, 0.0, 0.0, 1.0, UNKNOWN_DISPERSION, 0.0, 0.0, 0.0)
+
 
 @dataclass(frozen=True, slots=True)
 class Evidence:
@@ -45,7 +49,7 @@ class Evidence:
     samples: int
     subwindows: int
     stalls: int
-    predictions: tuple[Prediction, ...]
+    predictions: tuple[Prediction, ...]  # one per criterion, in order (or none at all)
 
     @property
     def share(self) -> float:
@@ -106,6 +110,10 @@ def pool(
         n_total = int(flat[:, n_col].sum())
         k_total = int(flat[:, k_col].sum())
         if n_total == 0:
+            # a label rule whose labels carry no sample at this rate: its windows hold
+            # none, and none of them can violate; kept, so that predictions[j] is always
+            # criteria[j]'s (a gap shifted every later criterion onto the wrong SLO)
+            preds.append(NO_SAMPLES)
             continue
         n_f = flat[:, n_col].astype(np.float64)
         k_f = flat[:, k_col].astype(np.float64)

@@ -352,7 +352,7 @@ class BudgetPolicy:
         out = []
         for r in self._rates(view):
             ev = self._evidence(view, r, self.since_ms)
-            if ev.samples and j < len(ev.predictions):
+            if ev.samples and j < len(ev.predictions) and ev.predictions[j].samples:
                 p = ev.predictions[j]
                 out.append((r, max(p.q, 0.5 / p.samples), p.samples))
         return out
@@ -1180,7 +1180,7 @@ class BudgetPolicy:
         # upper bound can pass the p95's), and a reference of one SLO against the recent
         # share of another is no fall (mm8 seed 2 lifted on 0.86 % of p95 against 0 errors)
         j = self.reference_j
-        if recent.samples == 0 or j >= len(recent.predictions):
+        if j >= len(recent.predictions) or recent.predictions[j].samples == 0:
             return False
         p = recent.predictions[j]
         q_recent = max(p.q_hi, 0.5 / p.samples)

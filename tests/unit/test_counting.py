@@ -153,6 +153,19 @@ def test_evidence_pools_every_window_sent_at_one_rate() -> None:
     assert (ev.samples, ev.predictions[0].exceed, ev.subwindows) == (600, 15, 6)
 
 
+def test_a_criterion_with_no_samples_keeps_its_place_among_the_predictions() -> None:
+    # a label rule whose labels carry nothing at this rate: predictions[j] stays
+    # criteria[j]'s (a gap put the error SLO's counts under the label rule's index)
+    rule = Criterion("p95_ms", 0.05, 250.0, "^login$")
+    errors = Criterion("error_rate", 0.01, None)
+    rows = [np.array([[100, 50, 0, 0, 100, 7], [100, 50, 0, 0, 100, 1]], np.int64)] * 3
+    ev = pool(rows, (rule, errors), rate=40.0, window_ms=10_000)
+    assert len(ev.predictions) == 2
+    assert (ev.predictions[0].samples, ev.predictions[0].share_hi) == (0, 0.0)
+    assert (ev.predictions[1].samples, ev.predictions[1].exceed) == (600, 24)
+    assert ev.binding() == 1
+
+
 def test_a_stalled_subwindow_is_counted_not_dropped() -> None:
     # dropping the worst quarters would bias the share down: a stall is counted, kept
     rows = [np.array([[100, 50, 100, 3], [100, 12_000, 100, 90]], np.int64)]
