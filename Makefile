@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install jmeter chromium tmux servers lint test test-fast demo clean
+.PHONY: install jmeter chromium tmux servers packages setup lint test test-fast demo clean
 
 # Re-run whenever pyproject.toml changes: the editable install also writes the package
 # metadata, the `loadguard.commands` entry points the CLI finds the lab's commands by.
@@ -39,6 +39,22 @@ tmux:
 servers:
 	command -v influxd >/dev/null && command -v prometheus >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends influxdb prometheus)
 
+# Every Debian package the suite needs that is missing, after one index update instead of
+# one per target: chromium and tmux as `make chromium` and `make tmux` install them, the
+# servers without their recommends as `make servers` does. Idempotent.
+packages:
+	@tools=""; servers=""; \
+	command -v chromium >/dev/null || tools="$$tools chromium"; \
+	command -v tmux >/dev/null || tools="$$tools tmux"; \
+	command -v influxd >/dev/null || servers="$$servers influxdb"; \
+	command -v prometheus >/dev/null || servers="$$servers prometheus"; \
+	if [ -n "$$tools$$servers" ]; then \
+	  echo "apt-get install$$tools$$servers"; \
+	  apt-get update -q || exit $$?; \
+	  if [ -n "$$tools" ]; then DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$tools || exit $$?; fi; \
+	  if [ -n "$$servers" ]; then DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$servers || exit $$?; fi; \
+	fi
+
 # The whole suite, real JMeter included (a missing JMeter is a failure here, not a skip).
 # Three passes: the unit and fuzz tests (pure CPU, ~1,500 of them) on $(UNIT_WORKERS) pytest-xdist
 # workers, a file per worker so a module fixture runs once; then the faults and integration
@@ -50,9 +66,14 @@ servers:
 # Byte-compiled first: with PYTHONDONTWRITEBYTECODE=1 (CI's clone held no __pycache__
 # after a whole run) every `python -m loadguard` the tests start compiled the package
 # again, about 0.4 s of CPU each; compileall writes the .pyc files all of them then read.
+# The set-up's steps run side by side (`setup`): the Debian packages download and unpack
+# while pip installs the virtualenv, then JMeter is fetched and the linters run.
 UNIT_WORKERS ?= 2
 INTEGRATION_WORKERS ?= 2
-test: jmeter chromium tmux servers lint
+setup:
+	$(MAKE) -j3 --output-sync=target jmeter packages lint
+
+test: setup
 	$(BIN)/python -m compileall -q loadguard tests
 	@status=0; \
 	echo "LOADGUARD_REQUIRE_JMETER=1 $(BIN)/pytest -q --durations=10 -n $(UNIT_WORKERS) --dist loadfile tests/unit tests/fuzz"; \
