@@ -106,7 +106,7 @@ ALONE_FILES = frozenset(
 #: Test files that load the CPU (Chromium, a run at the demo target's knee) or judge
 #: latencies against a known capacity: under ``make test``'s pytest-xdist pass they run one
 #: after another on one worker (the scope "cpu"), never two at once; every other file is a
-#: scope of its own (its module fixtures run once) and runs beside them on the other worker.
+#: scope of its own (its module fixtures run once) and runs beside them on the other workers.
 CPU_BOUND_FILES = frozenset(
     {
         "test_report_chromium.py",
