@@ -26,34 +26,34 @@ lint: install
 	$(BIN)/ruff format --check loadguard tests benchmarks
 	$(BIN)/mypy
 
-# Debian's headless Chromium, for the report rendering test. Idempotent.
-chromium:
-	command -v chromium >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium)
-
-# Debian's tmux, for the live-console test in a real 80-column terminal. Idempotent.
-tmux:
-	command -v tmux >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y tmux)
-
-# Debian's InfluxDB 1.x and Prometheus, for the live-output tests (the tests start their
-# own instances on free loopback ports; a missing binary fails them). Idempotent.
-servers:
-	command -v influxd >/dev/null && command -v prometheus >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends influxdb prometheus)
-
-# Every Debian package the suite needs that is missing, after one index update instead of
-# one per target: chromium and tmux as `make chromium` and `make tmux` install them, the
-# servers without their recommends as `make servers` does. Idempotent.
+# The Debian packages the suite needs, as command:package pairs: TOOLS installed with
+# their recommends, SERVERS without. `make packages` installs every one that is missing
+# after one index update; each target below, its own. Idempotent.
+TOOLS ?= chromium:chromium tmux:tmux
+SERVERS ?= influxd:influxdb prometheus:prometheus
 packages:
 	@tools=""; servers=""; \
-	command -v chromium >/dev/null || tools="$$tools chromium"; \
-	command -v tmux >/dev/null || tools="$$tools tmux"; \
-	command -v influxd >/dev/null || servers="$$servers influxdb"; \
-	command -v prometheus >/dev/null || servers="$$servers prometheus"; \
+	for pair in $(TOOLS); do command -v $${pair%%:*} >/dev/null || tools="$$tools $${pair#*:}"; done; \
+	for pair in $(SERVERS); do command -v $${pair%%:*} >/dev/null || servers="$$servers $${pair#*:}"; done; \
 	if [ -n "$$tools$$servers" ]; then \
 	  echo "apt-get install$$tools$$servers"; \
 	  apt-get update -q || exit $$?; \
 	  if [ -n "$$tools" ]; then DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$tools || exit $$?; fi; \
 	  if [ -n "$$servers" ]; then DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$servers || exit $$?; fi; \
 	fi
+
+# Debian's headless Chromium, for the report rendering test.
+chromium:
+	@$(MAKE) --no-print-directory packages TOOLS=chromium:chromium SERVERS=
+
+# Debian's tmux, for the live-console test in a real 80-column terminal.
+tmux:
+	@$(MAKE) --no-print-directory packages TOOLS=tmux:tmux SERVERS=
+
+# Debian's InfluxDB 1.x and Prometheus, for the live-output tests (the tests start their
+# own instances on free loopback ports; a missing binary fails them).
+servers:
+	@$(MAKE) --no-print-directory packages TOOLS=
 
 # The whole suite, real JMeter included (a missing JMeter is a failure here, not a skip).
 # Three passes: the unit and fuzz tests (pure CPU, ~1,500 of them) on $(UNIT_WORKERS) pytest-xdist

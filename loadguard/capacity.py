@@ -157,12 +157,12 @@ def estimate(
     best: CapacityEstimate | None = None
     lower: list[tuple[float, str]] = []
     for j, crit in enumerate(criteria):
-        preds = [ev.predictions[j] if j < len(ev.predictions) else None for _, ev in kept]
-        if any(p is None for p in preds):
-            continue
-        n = np.array([p.samples for p in preds], np.float64)  # type: ignore[union-attr]
-        k = np.array([p.exceed for p in preds], np.float64)  # type: ignore[union-attr]
-        phi = np.array([p.dispersion.estimate for p in preds])  # type: ignore[union-attr]
+        # every evidence kept holds samples, so a prediction per criterion (a criterion
+        # with none at a rate: no samples there, left out by ``enough`` below)
+        preds = [ev.predictions[j] for _, ev in kept]
+        n = np.array([p.samples for p in preds], np.float64)
+        k = np.array([p.exceed for p in preds], np.float64)
+        phi = np.array([p.dispersion.estimate for p in preds])
         a = crit.allowed if crit.allowed > 0 else 0.5 / max(float(n.max()), 1.0)
         # a rate can show q = a only with about 5 exceedances expected there
         enough = n * a >= MIN_EXPECTED
